@@ -1,0 +1,376 @@
+//! The SECKILL.* commands: parse arguments, reach the item, reply, and then
+//! replicate and notify exactly when something changed. Sale rules live in
+//! `sale_item`; this layer only translates between them and the wire.
+
+use crate::item_key::{now_ms, signal_modified, ItemKey, WrongType};
+use crate::sale_item::codec::{is_header, DecodeError};
+use crate::sale_item::{Deduction, ItemError, Restock, SaleItem, Stock, MAX_ID_LEN};
+use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
+use std::os::raw::c_char;
+
+// Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
+// numbers follow the Lua scripts these commands replace (see README).
+pub const NOT_ENOUGH_STOCK: i64 = -1;
+pub const LIMIT_EXCEEDED: i64 = -2;
+pub const NO_SUCH_ITEM: i64 = -3;
+pub const REQUEST_REFUNDED: i64 = -4;
+
+// Error replies. Redis sends them verbatim, so each starts with its code;
+// where Redis itself has wording for the same fault, it is reused.
+const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+const ERR_NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+const ERR_BAD_STOCK: &str = "ERR stock must be a non-negative integer or UNLIMITED";
+const ERR_BAD_LIMIT: &str = "ERR LIMIT must be a non-negative integer";
+const ERR_SYNTAX: &str = "ERR syntax error";
+const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
+const ERR_BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
+const ERR_BAD_USER: &str = "ERR user id must be 1 to 128 bytes";
+const ERR_BAD_REQUEST: &str = "ERR request id must be 1 to 128 bytes";
+const ERR_REQUEST_MISMATCH: &str =
+    "ERR request id was already used by another user or for another quantity";
+const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
+const ERR_STORE: &str = "ERR could not store the sale item";
+
+impl From<WrongType> for RedisError {
+    fn from(_: WrongType) -> Self {
+        RedisError::Str(ERR_WRONGTYPE)
+    }
+}
+
+impl From<ItemError> for RedisError {
+    fn from(error: ItemError) -> Self {
+        RedisError::Str(match error {
+            ItemError::Overflow => ERR_OVERFLOW,
+            ItemError::RequestMismatch => ERR_REQUEST_MISMATCH,
+            ItemError::NonPositiveQuantity => ERR_NOT_POSITIVE,
+        })
+    }
+}
+
+fn integer(arg: &RedisString) -> Result<i64, RedisError> {
+    arg.parse_integer()
+        .map_err(|_| RedisError::Str(ERR_NOT_INTEGER))
+}
+
+fn positive(arg: &RedisString) -> Result<i64, RedisError> {
+    match integer(arg)? {
+        value if value > 0 => Ok(value),
+        _ => Err(RedisError::Str(ERR_NOT_POSITIVE)),
+    }
+}
+
+fn id<'a>(arg: &'a RedisString, error: &'static str) -> Result<&'a [u8], RedisError> {
+    let bytes = arg.as_slice();
+    if bytes.is_empty() || bytes.len() > MAX_ID_LEN {
+        return Err(RedisError::Str(error));
+    }
+    Ok(bytes)
+}
+
+fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
+    arg.as_slice().eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// Replicates the command as the client sent it and fires its keyspace
+/// event. Only for writes whose outcome the replica reaches by itself.
+fn propagate(ctx: &Context, key: &RedisString, event: &CStr) {
+    ctx.replicate_verbatim();
+    notify(ctx, key, event);
+}
+
+fn notify(ctx: &Context, key: &RedisString, event: &CStr) {
+    // The crate's wrapper builds a CString per call; events are static here.
+    if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
+        // SAFETY: `event` is NUL-terminated and `key` lives for the command.
+        unsafe {
+            notify(
+                ctx.get_raw(),
+                NotifyEvent::MODULE.bits(),
+                event.as_ptr(),
+                key.inner,
+            )
+        };
+    }
+}
+
+/// When an INIT-created item expires.
+#[derive(Clone, Copy)]
+enum Expiry {
+    /// EX / PX: milliseconds from now.
+    In(i64),
+    /// EXAT / PXAT: Unix milliseconds.
+    At(i64),
+}
+
+struct InitOptions {
+    limit: i64,
+    expiry: Option<Expiry>,
+    replace: bool,
+}
+
+impl InitOptions {
+    fn parse(args: &[RedisString]) -> Result<Self, RedisError> {
+        let mut options = InitOptions {
+            limit: 0,
+            expiry: None,
+            replace: false,
+        };
+        let mut limit_seen = false;
+        let mut args = args.iter();
+        while let Some(option) = args.next() {
+            if is_keyword(option, "REPLACE") && !options.replace {
+                options.replace = true;
+                continue;
+            }
+            let scale = if is_keyword(option, "LIMIT") && !limit_seen {
+                let limit = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
+                if limit < 0 {
+                    return Err(RedisError::Str(ERR_BAD_LIMIT));
+                }
+                options.limit = limit;
+                limit_seen = true;
+                continue;
+            } else if options.expiry.is_some() {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            } else if is_keyword(option, "EX") || is_keyword(option, "EXAT") {
+                1000
+            } else if is_keyword(option, "PX") || is_keyword(option, "PXAT") {
+                1
+            } else {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            };
+            let value = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
+            let millis = value
+                .checked_mul(scale)
+                .filter(|millis| *millis > 0)
+                .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?;
+            let absolute = option.as_slice().len() == 4;
+            options.expiry = Some(if absolute {
+                Expiry::At(millis)
+            } else {
+                Expiry::In(millis)
+            });
+        }
+        Ok(options)
+    }
+}
+
+fn parse_stock(arg: &RedisString) -> Result<Stock, RedisError> {
+    if is_keyword(arg, "UNLIMITED") {
+        return Ok(Stock::Unlimited);
+    }
+    match integer(arg)? {
+        units if units >= 0 => Ok(Stock::Limited(units)),
+        _ => Err(RedisError::Str(ERR_BAD_STOCK)),
+    }
+}
+
+/// SECKILL.INIT key stock [LIMIT n] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
+pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, stock, options @ ..] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let stock = parse_stock(stock)?;
+    let options = InitOptions::parse(options)?;
+    let mut key = ItemKey::open_write(ctx, name);
+    if key.item()?.is_some() && !options.replace {
+        return Ok(RedisValue::Integer(0));
+    }
+    let expire_at = match options.expiry {
+        None => None,
+        Some(Expiry::At(unix_ms)) => Some(unix_ms),
+        Some(Expiry::In(millis)) => Some(
+            now_ms()
+                .checked_add(millis)
+                .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?,
+        ),
+    };
+    if !key.store(SaleItem::new(stock, options.limit)) {
+        return Err(RedisError::Str(ERR_STORE));
+    }
+    if let Some(unix_ms) = expire_at {
+        key.expire_at(unix_ms);
+    }
+    match (options.expiry, expire_at) {
+        // A relative expiry read the clock: send the deadline it reached.
+        (Some(Expiry::In(_)), Some(unix_ms)) => {
+            let limit = options.limit.to_string();
+            let unix_ms = unix_ms.to_string();
+            let mut effect: Vec<&[u8]> = vec![
+                name.as_slice(),
+                args[2].as_slice(),
+                b"LIMIT",
+                limit.as_bytes(),
+                b"PXAT",
+                unix_ms.as_bytes(),
+            ];
+            if options.replace {
+                effect.push(b"REPLACE");
+            }
+            ctx.replicate("SECKILL.INIT", effect.as_slice());
+        }
+        _ => ctx.replicate_verbatim(),
+    }
+    notify(ctx, name, c"seckill.init");
+    Ok(RedisValue::Integer(1))
+}
+
+/// SECKILL.ADD key qty
+pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, qty] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let qty = positive(qty)?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    match item.add(qty)? {
+        Restock::Added { remaining } => {
+            signal_modified(ctx, name);
+            propagate(ctx, name, c"seckill.add");
+            Ok(RedisValue::Integer(remaining))
+        }
+        Restock::Unlimited => Ok(RedisValue::Integer(item.remaining())),
+    }
+}
+
+/// SECKILL.DEDUCT key user qty [ID request_id]
+pub fn deduct(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let (name, user, qty, request_id) = match args.as_slice() {
+        [_, name, user, qty] => (name, user, qty, None),
+        [_, name, user, qty, keyword, request_id] => {
+            if !is_keyword(keyword, "ID") {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            }
+            (name, user, qty, Some(id(request_id, ERR_BAD_REQUEST)?))
+        }
+        [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let user = id(user, ERR_BAD_USER)?;
+    let qty = positive(qty)?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let reply = match item.deduct(user, qty, request_id)? {
+        Deduction::Bought { remaining } => {
+            signal_modified(ctx, name);
+            propagate(ctx, name, c"seckill.deduct");
+            remaining
+        }
+        Deduction::Replayed { remaining } => remaining,
+        Deduction::SoldOut => NOT_ENOUGH_STOCK,
+        Deduction::LimitExceeded => LIMIT_EXCEEDED,
+        Deduction::Refunded => REQUEST_REFUNDED,
+    };
+    Ok(RedisValue::Integer(reply))
+}
+
+/// SECKILL.GET key
+pub fn get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    Ok(match key.item()? {
+        Some(item) => RedisValue::Integer(item.remaining()),
+        None => RedisValue::Null,
+    })
+}
+
+/// SECKILL.BOUGHT key user
+pub fn bought(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, user] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let user = id(user, ERR_BAD_USER)?;
+    let key = ItemKey::open_read(ctx, name);
+    Ok(match key.item()? {
+        Some(item) => RedisValue::Integer(item.bought(user)),
+        None => RedisValue::Null,
+    })
+}
+
+/// SECKILL.REFUND key request_id
+pub fn refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, request_id] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let returned = item.refund(request_id)?;
+    if returned > 0 {
+        signal_modified(ctx, name);
+        propagate(ctx, name, c"seckill.refund");
+    }
+    Ok(RedisValue::Integer(returned))
+}
+
+/// SECKILL.INFO key
+pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let stats = item.stats();
+    let fields: [(&str, i64); 9] = [
+        ("stock", stats.stock),
+        ("unlimited", i64::from(stats.unlimited)),
+        ("limit", stats.limit),
+        ("initial", stats.initial),
+        ("added", stats.added),
+        ("sold", stats.sold),
+        ("refunded", stats.refunded),
+        ("buyers", i64::try_from(stats.buyers).unwrap_or(i64::MAX)),
+        (
+            "requests",
+            i64::try_from(stats.requests).unwrap_or(i64::MAX),
+        ),
+    ];
+    // Replied by hand to keep the field order: a map under RESP3, a flat
+    // field/value array under RESP2.
+    raw::reply_with_map(ctx.get_raw(), fields.len() as _);
+    for (field, value) in fields {
+        raw::reply_with_string_buffer(ctx.get_raw(), field.as_ptr().cast::<c_char>(), field.len());
+        raw::reply_with_long_long(ctx.get_raw(), value);
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
+/// rewrite emits. A header chunk replaces the item; record chunks extend it.
+pub fn load_chunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, payload] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let payload = payload.as_slice();
+    let bad_chunk =
+        |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
+    if is_header(payload) {
+        let (item, _) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
+        let mut key = ItemKey::open_write(ctx, name);
+        key.item()?;
+        if !key.store(item) {
+            return Err(RedisError::Str(ERR_STORE));
+        }
+    } else {
+        let mut key = ItemKey::open_read(ctx, name);
+        let item = key
+            .item_mut()?
+            .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
+        item.load_chunk(payload).map_err(bad_chunk)?;
+        signal_modified(ctx, name);
+    }
+    propagate(ctx, name, c"seckill.load");
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}

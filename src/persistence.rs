@@ -1,0 +1,175 @@
+//! The `seckill--` module data type: how Redis saves, loads, rewrites,
+//! copies, measures, digests and frees a sale item. All of it goes through
+//! the chunk codec in `sale_item::codec`, so RDB files, DUMP payloads and AOF
+//! rewrites share one format.
+
+use crate::sale_item::codec::DecodeError;
+use crate::sale_item::SaleItem;
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_void};
+
+/// Encoding version handed to Redis with every saved item. A loader accepts
+/// this version and every older one, and refuses newer ones.
+pub const ENCODING_VERSION: i32 = 1;
+
+pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
+    "seckill--",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// # Safety
+/// Redis passes a value created by this module: a `Box<SaleItem>`.
+unsafe fn item<'a>(value: *const c_void) -> &'a SaleItem {
+    &*value.cast::<SaleItem>()
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    item(value).encode_chunks(|chunk| raw::save_slice(rdb, chunk));
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    match load_item(rdb, encver) {
+        Ok(item) => Box::into_raw(Box::new(item)).cast::<c_void>(),
+        Err(DecodeError(reason)) => {
+            log_io_error(rdb, reason);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, DecodeError> {
+    if encver > ENCODING_VERSION {
+        return Err(DecodeError(
+            "sale item saved by a newer version of the module",
+        ));
+    }
+    let next_chunk = || raw::load_string_buffer(rdb).map_err(|_| DecodeError("short read"));
+    let (mut item, expected) = SaleItem::decode_header(next_chunk()?.as_ref())?;
+    while !item.is_loaded(expected) {
+        item.load_chunk(next_chunk()?.as_ref())?;
+    }
+    item.check_loaded(expected)?;
+    Ok(item)
+}
+
+fn log_io_error(rdb: *mut raw::RedisModuleIO, reason: &str) {
+    let Some(log) = redis_api!(RedisModule_LogIOError) else {
+        return;
+    };
+    let message = CString::new(format!("seckill: cannot load sale item: {reason}"));
+    if let Ok(message) = message {
+        // SAFETY: a "%s" format with one NUL-terminated argument.
+        unsafe { log(rdb, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr()) };
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    let Some(emit) = redis_api!(RedisModule_EmitAOF) else {
+        return;
+    };
+    // AOF rewrites rebuild the item with SECKILL.LOADCHUNK, one chunk per
+    // command, so that no single command carries a whole large ledger.
+    item(value).encode_chunks(|chunk| {
+        // SAFETY: "sb" takes a RedisModuleString and a buffer with its length.
+        unsafe {
+            emit(
+                aof,
+                c"SECKILL.LOADCHUNK".as_ptr(),
+                c"sb".as_ptr(),
+                key,
+                chunk.as_ptr().cast::<c_char>(),
+                chunk.len(),
+            )
+        };
+    });
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    item(value).memory_usage()
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    let (Some(add_bytes), Some(add_integer), Some(end)) = (
+        redis_api!(RedisModule_DigestAddStringBuffer),
+        redis_api!(RedisModule_DigestAddLongLong),
+        redis_api!(RedisModule_DigestEndSequence),
+    ) else {
+        return;
+    };
+    let item = item(value);
+    let stats = item.stats();
+    for field in [
+        stats.stock,
+        i64::from(stats.unlimited),
+        stats.limit,
+        stats.initial,
+        stats.added,
+        stats.sold,
+        stats.refunded,
+    ] {
+        add_integer(md, field);
+    }
+    end(md);
+    // Each record is its own sequence: Redis combines sequences in an
+    // order-independent way, so hash-table order does not change the digest.
+    for (user, units) in item.buyers() {
+        add_bytes(md, user.as_ptr().cast::<c_char>(), user.len());
+        add_integer(md, units);
+        end(md);
+    }
+    for (id, request) in item.requests() {
+        add_bytes(md, id.as_ptr().cast::<c_char>(), id.len());
+        add_bytes(
+            md,
+            request.user.as_ptr().cast::<c_char>(),
+            request.user.len(),
+        );
+        add_integer(md, request.qty);
+        add_integer(md, request.reply);
+        add_integer(md, i64::from(request.refunded));
+        end(md);
+    }
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    drop(Box::from_raw(value.cast::<SaleItem>()));
+}
+
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    item(value).record_count()
+}
+
+unsafe extern "C" fn copy(
+    _from_key: *mut raw::RedisModuleString,
+    _to_key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    Box::into_raw(Box::new(item(value).clone())).cast::<c_void>()
+}

@@ -1,0 +1,304 @@
+//! The serialised form of a sale item, shared by RDB files, DUMP payloads and
+//! AOF rewrites so that there is one format to keep compatible.
+//!
+//! An item is a header chunk followed by record chunks of at most
+//! [`RECORDS_PER_CHUNK`] buyers or requests each, so that neither a save nor
+//! an AOF line ever has to hold a whole large ledger in one buffer.
+//!
+//! ```text
+//! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
+//!           buyers:u64 requests:u64
+//! buyers:   'B' count:u32 { user_len:u8 user units:i64 }*
+//! requests: 'R' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 refunded:u8 }*
+//! ```
+//! Integers are little-endian. Every read is bounds-checked: damaged input
+//! yields a [`DecodeError`], never a panic.
+
+use super::{Request, SaleItem, Stock, MAX_ID_LEN};
+use std::collections::HashMap;
+
+/// Bumped whenever the layout changes; older versions stay readable.
+pub const FORMAT_VERSION: u8 = 1;
+
+pub const RECORDS_PER_CHUNK: usize = 1024;
+
+const HEADER_TAG: u8 = b'H';
+const BUYERS_TAG: u8 = b'B';
+const REQUESTS_TAG: u8 = b'R';
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError(pub &'static str);
+
+/// Record counts announced by a header, checked once every chunk is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expected {
+    pub buyers: u64,
+    pub requests: u64,
+}
+
+pub fn is_header(chunk: &[u8]) -> bool {
+    chunk.first() == Some(&HEADER_TAG)
+}
+
+impl SaleItem {
+    /// Calls `emit` with the header chunk, then with each record chunk.
+    pub fn encode_chunks(&self, mut emit: impl FnMut(&[u8])) {
+        let mut out = Vec::with_capacity(128);
+        out.push(HEADER_TAG);
+        out.push(FORMAT_VERSION);
+        out.push(u8::from(self.stock == Stock::Unlimited));
+        let stock = match self.stock {
+            Stock::Limited(units) => units,
+            Stock::Unlimited => 0,
+        };
+        for field in [
+            stock,
+            self.limit,
+            self.initial,
+            self.added,
+            self.sold,
+            self.refunded,
+        ] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.buyers.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.requests.len() as u64).to_le_bytes());
+        emit(&out);
+
+        let buyers: Vec<_> = self.buyers.iter().collect();
+        for chunk in buyers.chunks(RECORDS_PER_CHUNK) {
+            out.clear();
+            out.push(BUYERS_TAG);
+            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (user, units) in chunk {
+                put_id(&mut out, user);
+                out.extend_from_slice(&units.to_le_bytes());
+            }
+            emit(&out);
+        }
+
+        let requests: Vec<_> = self.requests.iter().collect();
+        for chunk in requests.chunks(RECORDS_PER_CHUNK) {
+            out.clear();
+            out.push(REQUESTS_TAG);
+            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (id, request) in chunk {
+                put_id(&mut out, id);
+                put_id(&mut out, &request.user);
+                out.extend_from_slice(&request.qty.to_le_bytes());
+                out.extend_from_slice(&request.reply.to_le_bytes());
+                out.push(u8::from(request.refunded));
+            }
+            emit(&out);
+        }
+    }
+
+    /// Builds an empty item from a header chunk.
+    pub fn decode_header(chunk: &[u8]) -> Result<(SaleItem, Expected), DecodeError> {
+        let mut input = Reader(chunk);
+        if input.u8()? != HEADER_TAG {
+            return Err(DecodeError("not a header chunk"));
+        }
+        if input.u8()? > FORMAT_VERSION {
+            return Err(DecodeError("written by a newer version of the module"));
+        }
+        let unlimited = match input.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(DecodeError("bad unlimited flag")),
+        };
+        let stock = input.non_negative()?;
+        let item = SaleItem {
+            stock: if unlimited {
+                Stock::Unlimited
+            } else {
+                Stock::Limited(stock)
+            },
+            limit: input.non_negative()?,
+            initial: input.non_negative()?,
+            added: input.non_negative()?,
+            sold: input.non_negative()?,
+            refunded: input.non_negative()?,
+            buyers: HashMap::new(),
+            requests: HashMap::new(),
+        };
+        let expected = Expected {
+            buyers: input.u64()?,
+            requests: input.u64()?,
+        };
+        input.finish()?;
+        Ok((item, expected))
+    }
+
+    /// Adds the records of one buyers or requests chunk, all or none.
+    /// Returns how many records it held.
+    pub fn load_chunk(&mut self, chunk: &[u8]) -> Result<usize, DecodeError> {
+        let mut input = Reader(chunk);
+        let tag = input.u8()?;
+        let count = input.u32()? as usize;
+        if count == 0 || count > RECORDS_PER_CHUNK {
+            return Err(DecodeError("bad record count"));
+        }
+        match tag {
+            BUYERS_TAG => {
+                let mut records = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let user = input.id()?;
+                    let units = input.non_negative()?;
+                    if units == 0 {
+                        return Err(DecodeError("buyer holding nothing"));
+                    }
+                    records.push((user, units));
+                }
+                input.finish()?;
+                if !all_new(records.iter().map(|(user, _)| *user), &self.buyers) {
+                    return Err(DecodeError("duplicate buyer"));
+                }
+                self.buyers.reserve(count);
+                for (user, units) in records {
+                    self.buyers.insert(user.into(), units);
+                }
+            }
+            REQUESTS_TAG => {
+                let mut records = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let id = input.id()?;
+                    let user = input.id()?;
+                    let qty = input.non_negative()?;
+                    if qty == 0 {
+                        return Err(DecodeError("request of nothing"));
+                    }
+                    let reply = input.non_negative()?;
+                    let refunded = match input.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(DecodeError("bad refunded flag")),
+                    };
+                    records.push((
+                        id,
+                        Request {
+                            user: user.into(),
+                            qty,
+                            reply,
+                            refunded,
+                        },
+                    ));
+                }
+                input.finish()?;
+                if !all_new(records.iter().map(|(id, _)| *id), &self.requests) {
+                    return Err(DecodeError("duplicate request id"));
+                }
+                self.requests.reserve(count);
+                for (id, request) in records {
+                    self.requests.insert(id.into(), request);
+                }
+            }
+            _ => return Err(DecodeError("unknown chunk")),
+        }
+        Ok(count)
+    }
+
+    /// True once the records announced by the header have all been loaded.
+    pub fn is_loaded(&self, expected: Expected) -> bool {
+        self.buyers.len() as u64 >= expected.buyers
+            && self.requests.len() as u64 >= expected.requests
+    }
+
+    /// Checks a fully loaded item against its header and the sale's
+    /// bookkeeping, so that a damaged file is refused rather than served.
+    pub fn check_loaded(&self, expected: Expected) -> Result<(), DecodeError> {
+        if self.buyers.len() as u64 != expected.buyers
+            || self.requests.len() as u64 != expected.requests
+        {
+            return Err(DecodeError("record count differs from header"));
+        }
+        let net_sold = self
+            .sold
+            .checked_sub(self.refunded)
+            .filter(|units| *units >= 0)
+            .ok_or(DecodeError("more refunded than sold"))?;
+        let held = self
+            .buyers
+            .values()
+            .try_fold(0i64, |sum, units| sum.checked_add(*units))
+            .ok_or(DecodeError("buyer units overflow"))?;
+        if held != net_sold {
+            return Err(DecodeError("buyer units differ from units sold"));
+        }
+        if let Stock::Limited(units) = self.stock {
+            let supplied = self.initial.checked_add(self.added);
+            if units.checked_add(net_sold) != supplied || supplied.is_none() {
+                return Err(DecodeError("stock differs from units supplied"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn all_new<'k, V>(
+    mut keys: impl Iterator<Item = &'k [u8]>,
+    existing: &HashMap<Box<[u8]>, V>,
+) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    keys.all(|key| !existing.contains_key(key) && seen.insert(key))
+}
+
+fn put_id(out: &mut Vec<u8>, id: &[u8]) {
+    // Ids are bounded by MAX_ID_LEN when they enter the item, so they fit.
+    out.push(id.len() as u8);
+    out.extend_from_slice(id);
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
+        let (head, rest) = self
+            .0
+            .split_at_checked(len)
+            .ok_or(DecodeError("truncated chunk"))?;
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let bytes = self.take(N)?;
+        bytes.try_into().map_err(|_| DecodeError("truncated chunk"))
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(u8::from_le_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn non_negative(&mut self) -> Result<i64, DecodeError> {
+        let value = i64::from_le_bytes(self.array()?);
+        if value < 0 {
+            return Err(DecodeError("negative counter"));
+        }
+        Ok(value)
+    }
+
+    fn id(&mut self) -> Result<&'a [u8], DecodeError> {
+        let len = usize::from(self.u8()?);
+        if len == 0 || len > MAX_ID_LEN {
+            return Err(DecodeError("bad id length"));
+        }
+        self.take(len)
+    }
+
+    fn finish(&self) -> Result<(), DecodeError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(DecodeError("trailing bytes in chunk"))
+        }
+    }
+}

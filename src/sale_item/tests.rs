@@ -1,0 +1,422 @@
+use super::codec::{is_header, DecodeError};
+use super::*;
+use proptest::prelude::*;
+
+fn limited(stock: i64, limit: i64) -> SaleItem {
+    SaleItem::new(Stock::Limited(stock), limit)
+}
+
+#[test]
+fn deduct_takes_stock_and_records_the_buyer() {
+    let mut item = limited(10, 0);
+    assert_eq!(
+        item.deduct(b"alice", 3, None),
+        Ok(Deduction::Bought { remaining: 7 })
+    );
+    assert_eq!(item.bought(b"alice"), 3);
+    assert_eq!(item.stats().sold, 3);
+    assert_eq!(item.stats().buyers, 1);
+    assert_eq!(item.stats().requests, 0);
+}
+
+#[test]
+fn deduct_beyond_stock_is_sold_out_and_changes_nothing() {
+    let mut item = limited(2, 0);
+    let before = item.clone();
+    assert_eq!(
+        item.deduct(b"alice", 3, Some(b"r1")),
+        Ok(Deduction::SoldOut)
+    );
+    assert_eq!(item, before);
+}
+
+#[test]
+fn deduct_of_the_last_units_leaves_zero() {
+    let mut item = limited(2, 0);
+    assert_eq!(
+        item.deduct(b"alice", 2, None),
+        Ok(Deduction::Bought { remaining: 0 })
+    );
+    assert_eq!(item.deduct(b"bob", 1, None), Ok(Deduction::SoldOut));
+}
+
+#[test]
+fn limit_caps_what_one_user_holds() {
+    let mut item = limited(10, 2);
+    assert_eq!(
+        item.deduct(b"alice", 2, None),
+        Ok(Deduction::Bought { remaining: 8 })
+    );
+    let before = item.clone();
+    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::LimitExceeded));
+    assert_eq!(item, before);
+    assert_eq!(
+        item.deduct(b"bob", 1, None),
+        Ok(Deduction::Bought { remaining: 7 })
+    );
+}
+
+#[test]
+fn sold_out_is_reported_before_the_limit() {
+    let mut item = limited(1, 1);
+    item.deduct(b"alice", 1, None).unwrap();
+    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::SoldOut));
+}
+
+#[test]
+fn replayed_request_gets_the_same_reply_and_changes_nothing() {
+    let mut item = limited(10, 0);
+    assert_eq!(
+        item.deduct(b"alice", 2, Some(b"r1")),
+        Ok(Deduction::Bought { remaining: 8 })
+    );
+    item.deduct(b"bob", 1, None).unwrap();
+    let before = item.clone();
+    assert_eq!(
+        item.deduct(b"alice", 2, Some(b"r1")),
+        Ok(Deduction::Replayed { remaining: 8 })
+    );
+    assert_eq!(item, before);
+}
+
+#[test]
+fn replay_is_answered_even_when_sold_out() {
+    let mut item = limited(1, 0);
+    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    assert_eq!(
+        item.deduct(b"alice", 1, Some(b"r1")),
+        Ok(Deduction::Replayed { remaining: 0 })
+    );
+}
+
+#[test]
+fn request_id_is_bound_to_its_user_and_quantity() {
+    let mut item = limited(10, 0);
+    item.deduct(b"alice", 2, Some(b"r1")).unwrap();
+    let before = item.clone();
+    assert_eq!(
+        item.deduct(b"bob", 2, Some(b"r1")),
+        Err(ItemError::RequestMismatch)
+    );
+    assert_eq!(
+        item.deduct(b"alice", 3, Some(b"r1")),
+        Err(ItemError::RequestMismatch)
+    );
+    assert_eq!(item, before);
+}
+
+#[test]
+fn refund_restores_stock_and_quota_once() {
+    let mut item = limited(5, 2);
+    item.deduct(b"alice", 2, Some(b"r1")).unwrap();
+    assert_eq!(item.refund(b"r1"), Ok(2));
+    assert_eq!(item.remaining(), 5);
+    assert_eq!(item.bought(b"alice"), 0);
+    assert_eq!(item.stats().buyers, 0);
+    assert_eq!(item.stats().refunded, 2);
+    let before = item.clone();
+    assert_eq!(item.refund(b"r1"), Ok(0));
+    assert_eq!(item, before);
+    // The quota is free again for a new request.
+    assert_eq!(
+        item.deduct(b"alice", 2, Some(b"r2")),
+        Ok(Deduction::Bought { remaining: 3 })
+    );
+}
+
+#[test]
+fn refunded_request_cannot_buy_again() {
+    let mut item = limited(5, 0);
+    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.refund(b"r1").unwrap();
+    let before = item.clone();
+    assert_eq!(
+        item.deduct(b"alice", 1, Some(b"r1")),
+        Ok(Deduction::Refunded)
+    );
+    assert_eq!(item, before);
+}
+
+#[test]
+fn refund_of_an_unknown_request_returns_nothing() {
+    let mut item = limited(5, 0);
+    let before = item.clone();
+    assert_eq!(item.refund(b"nope"), Ok(0));
+    assert_eq!(item, before);
+}
+
+#[test]
+fn refund_keeps_other_units_of_the_same_user() {
+    let mut item = limited(5, 0);
+    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 2, Some(b"r2")).unwrap();
+    assert_eq!(item.refund(b"r1"), Ok(1));
+    assert_eq!(item.bought(b"alice"), 2);
+}
+
+#[test]
+fn unlimited_item_never_runs_out() {
+    let mut item = SaleItem::new(Stock::Unlimited, 0);
+    assert_eq!(
+        item.deduct(b"alice", i64::MAX, None),
+        Ok(Deduction::Bought {
+            remaining: UNLIMITED_STOCK
+        })
+    );
+    assert_eq!(item.remaining(), UNLIMITED_STOCK);
+    assert_eq!(item.add(5), Ok(Restock::Unlimited));
+    assert!(item.stats().unlimited);
+}
+
+#[test]
+fn unlimited_item_still_enforces_the_limit() {
+    let mut item = SaleItem::new(Stock::Unlimited, 1);
+    item.deduct(b"alice", 1, None).unwrap();
+    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::LimitExceeded));
+}
+
+#[test]
+fn add_restocks_and_counts() {
+    let mut item = limited(1, 0);
+    item.deduct(b"alice", 1, None).unwrap();
+    assert_eq!(item.add(4), Ok(Restock::Added { remaining: 4 }));
+    assert_eq!(item.stats().added, 4);
+}
+
+#[test]
+fn add_that_would_overflow_is_refused_and_changes_nothing() {
+    let mut item = limited(i64::MAX - 1, 0);
+    item.deduct(b"alice", 5, None).unwrap();
+    let before = item.clone();
+    // Remaining stock has room, but everything supplied would not fit.
+    assert_eq!(item.add(2), Err(ItemError::Overflow));
+    assert_eq!(item, before);
+    assert_eq!(
+        item.add(1),
+        Ok(Restock::Added {
+            remaining: i64::MAX - 5
+        })
+    );
+}
+
+#[test]
+fn huge_quantity_over_a_limit_is_limit_exceeded_not_overflow() {
+    let mut item = SaleItem::new(Stock::Unlimited, 3);
+    item.deduct(b"alice", 1, None).unwrap();
+    assert_eq!(
+        item.deduct(b"alice", i64::MAX, None),
+        Ok(Deduction::LimitExceeded)
+    );
+}
+
+#[test]
+fn sold_counter_overflow_is_refused() {
+    let mut item = SaleItem::new(Stock::Unlimited, 0);
+    item.deduct(b"alice", i64::MAX, None).unwrap();
+    let before = item.clone();
+    assert_eq!(item.deduct(b"bob", 1, None), Err(ItemError::Overflow));
+    assert_eq!(item, before);
+}
+
+#[test]
+fn non_positive_quantities_are_refused() {
+    let mut item = limited(5, 0);
+    assert_eq!(
+        item.deduct(b"alice", 0, None),
+        Err(ItemError::NonPositiveQuantity)
+    );
+    assert_eq!(item.add(-1), Err(ItemError::NonPositiveQuantity));
+}
+
+fn round_trip(item: &SaleItem) -> Result<SaleItem, DecodeError> {
+    let mut chunks = Vec::new();
+    item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
+    let (header, records) = chunks.split_first().ok_or(DecodeError("empty"))?;
+    assert!(is_header(header));
+    let (mut loaded, expected) = SaleItem::decode_header(header)?;
+    for chunk in records {
+        assert!(!is_header(chunk));
+        loaded.load_chunk(chunk)?;
+    }
+    assert!(loaded.is_loaded(expected));
+    loaded.check_loaded(expected)?;
+    Ok(loaded)
+}
+
+#[test]
+fn codec_round_trips_a_large_ledger_in_several_chunks() {
+    let mut item = limited(10_000, 3);
+    for n in 0..3_000 {
+        let user = format!("user{}", n % 1_500);
+        let id = format!("req{n}");
+        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()))
+            .unwrap();
+    }
+    item.refund(b"req7").unwrap();
+    let mut chunks = 0;
+    item.encode_chunks(|_| chunks += 1);
+    assert!(chunks > 3, "expected several record chunks, got {chunks}");
+    assert_eq!(round_trip(&item), Ok(item));
+}
+
+#[test]
+fn codec_refuses_a_newer_format() {
+    let mut header = Vec::new();
+    limited(1, 0).encode_chunks(|chunk| {
+        if header.is_empty() {
+            header = chunk.to_vec();
+        }
+    });
+    header[1] = codec::FORMAT_VERSION + 1;
+    assert!(SaleItem::decode_header(&header).is_err());
+}
+
+#[test]
+fn codec_refuses_a_duplicate_record_without_loading_any() {
+    let mut item = limited(5, 0);
+    item.deduct(b"alice", 1, None).unwrap();
+    let mut chunks = Vec::new();
+    item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
+    let (mut loaded, _) = SaleItem::decode_header(&chunks[0]).unwrap();
+    loaded.load_chunk(&chunks[1]).unwrap();
+    let before = loaded.clone();
+    assert!(loaded.load_chunk(&chunks[1]).is_err());
+    assert_eq!(loaded, before);
+}
+
+#[test]
+fn codec_refuses_inconsistent_bookkeeping() {
+    let mut item = limited(5, 0);
+    item.deduct(b"alice", 2, None).unwrap();
+    item.sold = 3;
+    assert!(round_trip(&item).is_err());
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(i64),
+    Deduct {
+        user: u8,
+        qty: i64,
+        request: Option<u8>,
+    },
+    Refund(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (1i64..20).prop_map(Op::Add),
+        6 => (0u8..8, 1i64..4, proptest::option::of(0u8..24))
+            .prop_map(|(user, qty, request)| Op::Deduct { user, qty, request }),
+        2 => (0u8..24).prop_map(Op::Refund),
+    ]
+}
+
+fn user_name(user: u8) -> Vec<u8> {
+    format!("user{user}").into_bytes()
+}
+
+fn request_name(request: u8) -> Vec<u8> {
+    format!("req{request}").into_bytes()
+}
+
+fn check_invariants(item: &SaleItem) {
+    let stats = item.stats();
+    assert!(stats.stock >= 0, "stock went negative");
+    assert_eq!(
+        stats.stock + stats.sold - stats.refunded,
+        stats.initial + stats.added,
+        "remaining + sold - refunded must equal what was supplied"
+    );
+    let held: i64 = item.buyers().map(|(_, units)| units).sum();
+    assert_eq!(
+        held,
+        stats.sold - stats.refunded,
+        "buyers hold what was sold"
+    );
+    if stats.limit > 0 {
+        assert!(item.buyers().all(|(_, units)| units <= stats.limit));
+    }
+    assert!(item.buyers().all(|(_, units)| units > 0));
+}
+
+proptest! {
+    #[test]
+    fn sale_invariants_hold_under_any_sequence(
+        stock in 0i64..30,
+        limit in 0i64..5,
+        ops in proptest::collection::vec(op(), 0..200),
+    ) {
+        let mut item = limited(stock, limit);
+        for op in ops {
+            let before = item.clone();
+            match op {
+                Op::Add(qty) => {
+                    prop_assert_eq!(
+                        item.add(qty),
+                        Ok(Restock::Added { remaining: before.remaining() + qty })
+                    );
+                }
+                Op::Deduct { user, qty, request } => {
+                    let user = user_name(user);
+                    let request = request.map(request_name);
+                    let outcome = item.deduct(&user, qty, request.as_deref());
+                    match outcome {
+                        Ok(Deduction::Bought { remaining }) => {
+                            prop_assert_eq!(remaining, before.remaining() - qty);
+                            prop_assert_eq!(item.bought(&user), before.bought(&user) + qty);
+                        }
+                        // Anything that is not a purchase leaves the item as it was.
+                        _ => prop_assert_eq!(&item, &before),
+                    }
+                    if let Some(id) = request.as_deref() {
+                        if let Some(previous) = before.requests.get(id) {
+                            let bought_again = matches!(outcome, Ok(Deduction::Bought { .. }));
+                            prop_assert!(!bought_again, "a known request id bought again");
+                            if previous.user.as_ref() == user.as_slice() && previous.qty == qty {
+                                let expected = if previous.refunded {
+                                    Deduction::Refunded
+                                } else {
+                                    Deduction::Replayed { remaining: previous.reply }
+                                };
+                                prop_assert_eq!(outcome, Ok(expected));
+                            }
+                        }
+                    }
+                }
+                Op::Refund(request) => {
+                    let id = request_name(request);
+                    let returned = item.refund(&id).unwrap();
+                    match before.requests.get(id.as_slice()) {
+                        Some(taken) if !taken.refunded => {
+                            prop_assert_eq!(returned, taken.qty);
+                            prop_assert_eq!(item.remaining(), before.remaining() + taken.qty);
+                            prop_assert_eq!(
+                                item.bought(&taken.user),
+                                before.bought(&taken.user) - taken.qty
+                            );
+                            let after = item.clone();
+                            prop_assert_eq!(item.refund(&id), Ok(0));
+                            prop_assert_eq!(&item, &after);
+                        }
+                        _ => {
+                            prop_assert_eq!(returned, 0);
+                            prop_assert_eq!(&item, &before);
+                        }
+                    }
+                }
+            }
+            check_invariants(&item);
+        }
+        prop_assert_eq!(round_trip(&item), Ok(item.clone()));
+    }
+
+    #[test]
+    fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        if let Ok((item, expected)) = SaleItem::decode_header(&bytes) {
+            let _ = item.check_loaded(expected);
+        }
+        let mut item = limited(1, 0);
+        let _ = item.load_chunk(&bytes);
+    }
+}
