@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs what building, running and testing seckill needs on Debian 12,
+# and does nothing when it is all there already.
+set -eu
+
+missing=""
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
+# bindgen (used by the redis-module crate) needs libclang.
+dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
+
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "deps: cargo not found; install Rust from https://rustup.rs" >&2
+    exit 1
+fi
