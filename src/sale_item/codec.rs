@@ -135,6 +135,9 @@ impl SaleItem {
     pub fn load_chunk(&mut self, chunk: &[u8]) -> Result<usize, DecodeError> {
         let mut input = Reader(chunk);
         let tag = input.u8()?;
+        if tag != BUYERS_TAG && tag != REQUESTS_TAG {
+            return Err(DecodeError("unknown chunk"));
+        }
         let count = input.u32()? as usize;
         if count == 0 || count > RECORDS_PER_CHUNK {
             return Err(DecodeError("bad record count"));

@@ -180,6 +180,16 @@ impl Server {
         }
     }
 
+    /// Kills the server with SIGKILL, as a crash would, and starts it again
+    /// on the same directory and configuration.
+    pub fn crash_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.launch();
+    }
+
     /// Stops the server and starts it again on the same directory and
     /// configuration, as a restart after maintenance would.
     pub fn restart(&mut self) {
@@ -271,4 +281,47 @@ pub fn wait_until(what: &str, deadline: Duration, mut check: impl FnMut() -> boo
         assert!(Instant::now() < until, "timed out waiting for {what}");
         sleep(Duration::from_millis(20));
     }
+}
+
+/// Builds an item with every kind of state: buyers with and without request
+/// ids, a refund, a restock, a request id that was replayed. `buyers` above
+/// 1024 makes the item span several chunks on disk.
+pub fn fill_mixed(con: &mut Connection, key: &str, buyers: usize) {
+    let stock = (buyers * 2).to_string();
+    ok::<i64>(con, &["SECKILL.INIT", key, &stock, "LIMIT", "3"]);
+    for n in 0..buyers {
+        let user = format!("user:{n}");
+        let id = format!("order:{n}");
+        let reply: i64 = ok(con, &["SECKILL.DEDUCT", key, &user, "1", "ID", &id]);
+        assert!(reply >= 0, "deduct {n} got {reply}");
+    }
+    ok::<i64>(con, &["SECKILL.DEDUCT", key, "user:0", "2"]);
+    ok::<i64>(con, &["SECKILL.DEDUCT", key, "user:0", "1"]); // over the limit
+    ok::<i64>(
+        con,
+        &["SECKILL.DEDUCT", key, "user:1", "1", "ID", "order:1"],
+    ); // replay
+    ok::<i64>(con, &["SECKILL.REFUND", key, "order:1"]);
+    ok::<i64>(con, &["SECKILL.ADD", key, "7"]);
+}
+
+/// A field of INFO <section>, e.g. ("persistence", "aof_rewrite_in_progress").
+pub fn server_info(con: &mut Connection, section: &str, field: &str) -> Option<String> {
+    let text: String = ok(con, &["INFO", section]);
+    let prefix = format!("{field}:");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map(|value| value.trim().to_owned())
+}
+
+/// How many times the server executed `command`, from INFO commandstats.
+pub fn command_calls(con: &mut Connection, command: &str) -> i64 {
+    server_info(con, "commandstats", &format!("cmdstat_{command}"))
+        .and_then(|stats| {
+            stats
+                .split(',')
+                .find_map(|part| part.strip_prefix("calls="))
+                .and_then(|calls| calls.parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -1,0 +1,244 @@
+//! An item survives everything a Redis key survives.
+
+mod common;
+
+use common::{error, fill_mixed, ok, server_info, snapshot, wait_until, Server};
+use std::time::Duration;
+
+const BIG: usize = 2_500;
+
+/// What a client can see of the mixed item beyond INFO: replays and refunds
+/// still answer as before.
+fn assert_ledger_behaves(con: &mut redis::Connection, key: &str) {
+    let replay: i64 = ok(
+        con,
+        &["SECKILL.DEDUCT", key, "user:2", "1", "ID", "order:2"],
+    );
+    let original_remaining = (BIG * 2 - 3) as i64;
+    assert_eq!(
+        replay, original_remaining,
+        "a replay answers as the first call did"
+    );
+    let refunded: i64 = ok(
+        con,
+        &["SECKILL.DEDUCT", key, "user:1", "1", "ID", "order:1"],
+    );
+    assert_eq!(refunded, -4);
+    assert_eq!(ok::<i64>(con, &["SECKILL.BOUGHT", key, "user:0"]), 3);
+}
+
+#[test]
+fn save_and_restart_keeps_items() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:u", "UNLIMITED"]);
+    let before = [snapshot(&mut con, "sku:big"), snapshot(&mut con, "sku:u")];
+    ok::<String>(&mut con, &["SAVE"]);
+    server.restart();
+    let mut con = server.client();
+    let after = [snapshot(&mut con, "sku:big"), snapshot(&mut con, "sku:u")];
+    assert_eq!(before, after);
+    assert_ledger_behaves(&mut con, "sku:big");
+}
+
+#[test]
+fn debug_reload_keeps_items() {
+    let server = Server::start();
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    let before = snapshot(&mut con, "sku:big");
+    ok::<String>(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(snapshot(&mut con, "sku:big"), before);
+    assert_ledger_behaves(&mut con, "sku:big");
+}
+
+#[test]
+fn aof_restart_replays_every_write() {
+    let mut server = Server::start_with(&["--appendonly", "yes"]);
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:ttl", "5", "EX", "1000"]);
+    let expire_at: i64 = ok(&mut con, &["PEXPIRETIME", "sku:ttl"]);
+    let before = snapshot(&mut con, "sku:big");
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(snapshot(&mut con, "sku:big"), before);
+    assert_eq!(ok::<i64>(&mut con, &["PEXPIRETIME", "sku:ttl"]), expire_at);
+    assert_ledger_behaves(&mut con, "sku:big");
+}
+
+fn rewrite_aof(con: &mut redis::Connection) {
+    ok::<String>(con, &["BGREWRITEAOF"]);
+    wait_until("the AOF rewrite", Duration::from_secs(30), || {
+        server_info(con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && server_info(con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+    });
+    assert_eq!(
+        server_info(con, "persistence", "aof_last_bgrewrite_status").as_deref(),
+        Some("ok")
+    );
+}
+
+#[test]
+fn aof_rewrite_as_commands_rebuilds_items_exactly() {
+    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:ttl", "5", "EX", "1000"]);
+    let expire_at: i64 = ok(&mut con, &["PEXPIRETIME", "sku:ttl"]);
+    rewrite_aof(&mut con);
+    let base = std::fs::read_dir(server.dir().join("appendonlydir"))
+        .expect("appendonlydir")
+        .filter_map(Result::ok)
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(".base.aof"))
+        .expect("a base AOF file");
+    let base = std::fs::read(base.path()).expect("read base AOF");
+    let commands = base
+        .windows(17)
+        .filter(|w| w == b"SECKILL.LOADCHUNK")
+        .count();
+    assert!(
+        commands > 3,
+        "expected the item in several chunks, found {commands}"
+    );
+
+    // Writes after the rewrite land in the incremental file on top of it.
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:big", "late", "1", "ID", "late-1"],
+    );
+    let before = snapshot(&mut con, "sku:big");
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(snapshot(&mut con, "sku:big"), before);
+    assert_eq!(ok::<i64>(&mut con, &["PEXPIRETIME", "sku:ttl"]), expire_at);
+    assert_ledger_behaves(&mut con, "sku:big");
+}
+
+#[test]
+fn aof_rewrite_with_rdb_preamble_rebuilds_items_exactly() {
+    let mut server = Server::start_with(&["--appendonly", "yes"]);
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    rewrite_aof(&mut con);
+    let before = snapshot(&mut con, "sku:big");
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(snapshot(&mut con, "sku:big"), before);
+}
+
+#[test]
+fn dump_and_restore_carry_the_whole_item() {
+    let server = Server::start();
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:big", BIG);
+    let payload: Vec<u8> = ok(&mut con, &["DUMP", "sku:big"]);
+    let restored: String = redis::cmd("RESTORE")
+        .arg("sku:copy")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .expect("RESTORE");
+    assert_eq!(restored, "OK");
+    assert_eq!(
+        snapshot(&mut con, "sku:copy"),
+        snapshot(&mut con, "sku:big")
+    );
+    assert_ledger_behaves(&mut con, "sku:copy");
+
+    // A damaged payload is refused, not loaded.
+    let mut damaged = payload.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    let refused = redis::cmd("RESTORE")
+        .arg("sku:bad")
+        .arg(0)
+        .arg(&damaged)
+        .query::<String>(&mut con);
+    assert!(refused.is_err());
+    assert_eq!(ok::<i64>(&mut con, &["EXISTS", "sku:bad"]), 0);
+}
+
+#[test]
+fn copy_is_deep_and_rename_moves_the_item() {
+    let server = Server::start();
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:1", 50);
+    let original = snapshot(&mut con, "sku:1");
+    assert_eq!(ok::<i64>(&mut con, &["COPY", "sku:1", "sku:2"]), 1);
+    assert_eq!(snapshot(&mut con, "sku:2"), original);
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:2", "someone", "1"]);
+    assert_eq!(
+        snapshot(&mut con, "sku:1"),
+        original,
+        "the copy shares nothing"
+    );
+
+    ok::<String>(&mut con, &["RENAME", "sku:1", "sku:3"]);
+    assert_eq!(ok::<i64>(&mut con, &["EXISTS", "sku:1"]), 0);
+    assert_eq!(snapshot(&mut con, "sku:3"), original);
+}
+
+#[test]
+fn del_and_unlink_remove_items_of_any_size() {
+    let server = Server::start();
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:small", 3);
+    fill_mixed(&mut con, "sku:big", BIG);
+    assert_eq!(ok::<i64>(&mut con, &["DEL", "sku:small"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["UNLINK", "sku:big"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["DBSIZE"]), 0);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:big", "a", "1"]),
+        -3
+    );
+    assert_eq!(ok::<String>(&mut con, &["PING"]), "PONG");
+}
+
+#[test]
+fn memory_usage_grows_with_the_ledger() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:empty", "10"]);
+    fill_mixed(&mut con, "sku:big", BIG);
+    let empty: i64 = ok(&mut con, &["MEMORY", "USAGE", "sku:empty"]);
+    let big: i64 = ok(&mut con, &["MEMORY", "USAGE", "sku:big"]);
+    assert!(empty > 0);
+    // Each buyer stores at least its user id and request id.
+    let id_bytes = (BIG * ("user:1000".len() + "order:1000".len())) as i64;
+    assert!(big - empty > id_bytes, "{big} - {empty} <= {id_bytes}");
+}
+
+#[test]
+fn digest_depends_on_content_not_on_history_order() {
+    let server = Server::start();
+    let mut con = server.client();
+    for (key, users) in [("a", ["x", "y", "z"]), ("b", ["z", "x", "y"])] {
+        ok::<i64>(&mut con, &["SECKILL.INIT", key, "UNLIMITED"]);
+        for user in users {
+            let id = format!("id-{user}");
+            ok::<i64>(&mut con, &["SECKILL.DEDUCT", key, user, "1", "ID", &id]);
+        }
+    }
+    assert_eq!(snapshot(&mut con, "a"), snapshot(&mut con, "b"));
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "b", "w", "1"]);
+    let (_, digest_a) = snapshot(&mut con, "a");
+    let (_, digest_b) = snapshot(&mut con, "b");
+    assert_ne!(digest_a, digest_b);
+}
+
+#[test]
+fn acknowledged_writes_survive_a_crash_with_aof() {
+    let mut server = Server::start_with(&["--appendonly", "yes"]);
+    let mut con = server.client();
+    fill_mixed(&mut con, "sku:1", 100);
+    let before = snapshot(&mut con, "sku:1");
+    server.crash_and_restart();
+    let mut con = server.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), before);
+    assert_eq!(
+        error(&mut con, &["SECKILL.GET"]),
+        "ERR wrong number of arguments for 'seckill.get' command"
+    );
+}
