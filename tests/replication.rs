@@ -1,0 +1,114 @@
+//! A replica holds exactly what its master holds, and only successful
+//! writes travel to it.
+
+mod common;
+
+use common::{command_calls, error, fill_mixed, ok, server_info, snapshot, wait_until, Server};
+use redis::Connection;
+use std::time::Duration;
+
+fn replica_of(master: &Server) -> Server {
+    // Full syncs start at once instead of waiting for more replicas.
+    ok::<String>(
+        &mut master.client(),
+        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+    );
+    let port = master.port.to_string();
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut con = replica.client();
+    wait_until("the replica to sync", Duration::from_secs(30), || {
+        server_info(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    replica
+}
+
+/// Blocks until the replica acknowledged every write so far.
+fn wait_for_replica(master: &mut Connection) {
+    let acked: i64 = ok(master, &["WAIT", "1", "10000"]);
+    assert_eq!(acked, 1, "the replica did not acknowledge");
+}
+
+#[test]
+fn replica_holds_identical_items_after_a_mixed_workload() {
+    let master = Server::start();
+    let mut con = master.client();
+    // State from before the replica attaches arrives by full sync (RDB).
+    fill_mixed(&mut con, "sku:synced", 1_500);
+    let replica = replica_of(&master);
+    let mut replica_con = replica.client();
+
+    // State written afterwards arrives as the replication stream.
+    fill_mixed(&mut con, "sku:streamed", 200);
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:ttl", "10", "EX", "1000"]);
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "sku:u", "UNLIMITED", "LIMIT", "2"],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:u", "alice", "2", "ID", "u1"],
+    );
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:synced", "1", "REPLACE"]);
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:synced", "bob", "1"]);
+    wait_for_replica(&mut con);
+
+    for key in ["sku:synced", "sku:streamed", "sku:ttl", "sku:u"] {
+        assert_eq!(
+            snapshot(&mut replica_con, key),
+            snapshot(&mut con, key),
+            "{key} differs on the replica"
+        );
+    }
+    // A relative expiry reaches the replica as the master's deadline.
+    let master_deadline: i64 = ok(&mut con, &["PEXPIRETIME", "sku:ttl"]);
+    assert_eq!(
+        ok::<i64>(&mut replica_con, &["PEXPIRETIME", "sku:ttl"]),
+        master_deadline
+    );
+    assert_eq!(
+        error(&mut replica_con, &["SECKILL.DEDUCT", "sku:ttl", "eve", "1"]),
+        "READONLY You can't write against a read only replica."
+    );
+}
+
+#[test]
+fn rejected_and_no_op_calls_are_not_replicated() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let mut con = master.client();
+    let mut replica_con = replica.client();
+
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "2", "LIMIT", "1"]);
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "2"]); // exists: no-op
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:u", "UNLIMITED"]);
+    let replies: Vec<i64> = [
+        ("a", "r1"),
+        ("a", "r2"),
+        ("b", "r3"),
+        ("c", "r4"),
+        ("b", "r3"),
+    ]
+    .iter()
+    .map(|(user, id)| ok(&mut con, &["SECKILL.DEDUCT", "sku:1", user, "1", "ID", id]))
+    .collect();
+    // Bought, over the limit, bought, sold out, replay: two purchases.
+    assert_eq!(replies, [1, -2, 0, -1, 0]);
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "nope", "a", "1"]); // no such item
+    let _ = error(&mut con, &["SECKILL.DEDUCT", "sku:1", "a", "0"]); // bad input
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "r3"]);
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "r3"]); // already refunded
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "unknown"]);
+    ok::<i64>(&mut con, &["SECKILL.ADD", "sku:u", "5"]); // unlimited: no-op
+    ok::<i64>(&mut con, &["SECKILL.ADD", "nope", "5"]);
+    ok::<i64>(&mut con, &["SECKILL.ADD", "sku:1", "5"]);
+    wait_for_replica(&mut con);
+
+    assert_eq!(command_calls(&mut replica_con, "seckill.init"), 2);
+    assert_eq!(command_calls(&mut replica_con, "seckill.deduct"), 2);
+    assert_eq!(command_calls(&mut replica_con, "seckill.refund"), 1);
+    assert_eq!(command_calls(&mut replica_con, "seckill.add"), 1);
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        snapshot(&mut con, "sku:1")
+    );
+}
