@@ -169,10 +169,10 @@ fn parse_stock(arg: &RedisString) -> Result<Stock, RedisError> {
 
 /// SECKILL.INIT key stock [LIMIT n] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
 pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, stock, options @ ..] = args.as_slice() else {
+    let [_, name, stock_arg, options @ ..] = args.as_slice() else {
         return Err(RedisError::WrongArity);
     };
-    let stock = parse_stock(stock)?;
+    let stock = parse_stock(stock_arg)?;
     let options = InitOptions::parse(options)?;
     let mut key = ItemKey::open_write(ctx, name);
     if key.item()?.is_some() && !options.replace {
@@ -191,7 +191,11 @@ pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::Str(ERR_STORE));
     }
     if let Some(unix_ms) = expire_at {
-        key.expire_at(unix_ms);
+        // Only fails on a key not open for writing or empty, which this one
+        // is not; the item is stored either way, so the reply stays `1`.
+        if !key.expire_at(unix_ms) {
+            ctx.log_warning("seckill: could not set the expiry of a new item");
+        }
     }
     match (options.expiry, expire_at) {
         // A relative expiry read the clock: send the deadline it reached.
@@ -200,7 +204,7 @@ pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let unix_ms = unix_ms.to_string();
             let mut effect: Vec<&[u8]> = vec![
                 name.as_slice(),
-                args[2].as_slice(),
+                stock_arg.as_slice(),
                 b"LIMIT",
                 limit.as_bytes(),
                 b"PXAT",
