@@ -285,11 +285,35 @@ fn codec_refuses_a_duplicate_record_without_loading_any() {
 }
 
 #[test]
-fn codec_refuses_inconsistent_bookkeeping() {
+fn codec_refuses_fewer_records_than_the_header_announced() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 2, None).unwrap();
-    item.sold = 3;
-    assert!(round_trip(&item).is_err());
+    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    let mut chunks = Vec::new();
+    item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
+    let (mut loaded, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
+    loaded.load_chunk(&chunks[1]).unwrap();
+    assert!(!loaded.is_loaded(expected));
+    assert!(loaded.check_loaded(expected).is_err());
+}
+
+#[test]
+fn operations_on_inconsistent_counters_do_not_panic() {
+    // What a hand-written SECKILL.LOADCHUNK header can produce.
+    let mut item = limited(i64::MAX, 1);
+    item.sold = i64::MAX;
+    item.refunded = i64::MAX;
+    item.added = i64::MAX;
+    assert_eq!(item.add(1), Err(ItemError::Overflow));
+    assert_eq!(
+        item.deduct(b"alice", 1, Some(b"r1")),
+        Err(ItemError::Overflow)
+    );
+    item.sold = 0;
+    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    assert_eq!(item.refund(b"r1"), Err(ItemError::Overflow));
+    item.refunded = 0;
+    item.buyers.clear();
+    assert_eq!(item.refund(b"r1"), Ok(1));
 }
 
 #[derive(Clone, Debug)]
