@@ -21,7 +21,7 @@ test: build ## Run every test: unit, property and integration (real redis-server
 
 lint: ## rustfmt and clippy, warnings are errors
 	cargo fmt --all -- --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
 
 clean: ## Remove build output
 	cargo clean

@@ -1,0 +1,270 @@
+//! Test harness: a real redis-server with the freshly built module, on a free
+//! loopback port, in its own temporary directory, killed when dropped.
+//!
+//! `SECKILL_SERVER` names the server binary (default `redis-server`) and
+//! `SECKILL_MODULE` the module (default `target/release/libseckill.so`),
+//! so the same suite runs against other servers and builds.
+
+use redis::{Connection, Value};
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const START_DEADLINE: Duration = Duration::from_secs(20);
+
+fn server_binary() -> String {
+    std::env::var("SECKILL_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+fn module_path() -> PathBuf {
+    let path = std::env::var_os("SECKILL_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/libseckill.so")
+        });
+    assert!(
+        path.exists(),
+        "module not found at {}: run `make test`, or `cargo build --release` first",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|addr| addr.port())
+            .expect("no free loopback port");
+        if port != 6379 {
+            return port;
+        }
+    }
+}
+
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    dir: TempDir,
+    args: Vec<String>,
+}
+
+impl Server {
+    /// A server with no persistence configured.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with extra configuration, given as `redis-server` flags,
+    /// e.g. `["--appendonly", "yes"]`.
+    pub fn start_with(args: &[&str]) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix("seckill-test-")
+            .tempdir()
+            .expect("cannot create a temp dir");
+        let mut server = Server {
+            child: None,
+            port: 0,
+            dir,
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+        };
+        server.launch();
+        server
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn launch(&mut self) {
+        // A port picked as free can be taken before the server binds it;
+        // then the server exits and we try another.
+        for _ in 0..5 {
+            self.port = free_port();
+            let mut command = Command::new(server_binary());
+            command
+                .current_dir(self.dir.path())
+                .args(["--port", &self.port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .args(["--dir", &self.dir.path().display().to_string()])
+                .args(["--logfile", &self.log_path().display().to_string()])
+                .args(["--save", ""])
+                .args(["--enable-debug-command", "yes"])
+                .args(["--loadmodule", &module_path().display().to_string()])
+                .args(&self.args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let mut child = command
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot start {}: {err}", server_binary()));
+            let deadline = Instant::now() + START_DEADLINE;
+            loop {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if self.try_ping() {
+                    self.child = Some(child);
+                    return;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "server did not answer within {START_DEADLINE:?}\n{}",
+                        self.log()
+                    );
+                }
+                sleep(Duration::from_millis(20));
+            }
+            if !self.log().contains("Address already in use") {
+                panic!("server exited at start\n{}", self.log());
+            }
+        }
+        panic!("no free port after several attempts");
+    }
+
+    fn try_ping(&self) -> bool {
+        let Ok(client) = redis::Client::open(self.url()) else {
+            return false;
+        };
+        let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(200)) else {
+            return false;
+        };
+        redis::cmd("PING").query::<String>(&mut con).is_ok()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn client(&self) -> Connection {
+        redis::Client::open(self.url())
+            .and_then(|client| client.get_connection())
+            .expect("cannot connect")
+    }
+
+    /// A connection speaking RESP3.
+    pub fn client_resp3(&self) -> Connection {
+        redis::Client::open(format!("{}?protocol=resp3", self.url()))
+            .and_then(|client| client.get_connection())
+            .expect("cannot connect with RESP3")
+    }
+
+    /// Stops the server the way an operator would (SHUTDOWN, which saves
+    /// when persistence is configured) and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let mut con = self.client();
+            let _: redis::RedisResult<Value> = redis::cmd("SHUTDOWN").query(&mut con);
+            let deadline = Instant::now() + START_DEADLINE;
+            while !matches!(child.try_wait(), Ok(Some(_))) {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                }
+                sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and starts it again
+    /// on the same directory and configuration.
+    pub fn crash_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.launch();
+    }
+
+    /// Stops the server and starts it again on the same directory and
+    /// configuration, as a restart after maintenance would.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "--- redis-server log (port {}) ---\n{}",
+                self.port,
+                self.log()
+            );
+        }
+    }
+}
+
+/// Runs a command built from string arguments.
+pub fn run<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> redis::RedisResult<T> {
+    let mut command = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command.query(con)
+}
+
+/// Runs a command that must succeed.
+pub fn ok<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    run(con, args).unwrap_or_else(|err| panic!("{args:?} failed: {err}"))
+}
+
+/// Runs a command that must fail, and returns the error line as a client
+/// would print it, code first: `ERR syntax error`.
+pub fn error(con: &mut Connection, args: &[&str]) -> String {
+    match run::<Value>(con, args) {
+        Ok(value) => panic!("{args:?} should have failed, replied {value:?}"),
+        Err(err) => match (err.code(), err.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            (Some(code), None) => code.to_owned(),
+            _ => err.to_string(),
+        },
+    }
+}
+
+/// Waits until `check` holds, failing the test after `deadline`.
+pub fn wait_until(what: &str, deadline: Duration, mut check: impl FnMut() -> bool) {
+    let until = Instant::now() + deadline;
+    while !check() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// A field of INFO <section>, e.g. ("persistence", "aof_rewrite_in_progress").
+pub fn server_info(con: &mut Connection, section: &str, field: &str) -> Option<String> {
+    let text: String = ok(con, &["INFO", section]);
+    let prefix = format!("{field}:");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map(|value| value.trim().to_owned())
+}
+
+/// How many times the server executed `command`, from INFO commandstats.
+pub fn command_calls(con: &mut Connection, command: &str) -> i64 {
+    server_info(con, "commandstats", &format!("cmdstat_{command}"))
+        .and_then(|stats| {
+            stats
+                .split(',')
+                .find_map(|part| part.strip_prefix("calls="))
+                .and_then(|calls| calls.parse().ok())
+        })
+        .unwrap_or(0)
+}
