@@ -2,10 +2,10 @@
 
 MODULE := target/release/libseckill.so
 
-.PHONY: help deps build run test unit integration lint clean
+.PHONY: help deps build run test bench lint clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 deps: ## Install redis-server, redis-tools and libclang-dev if missing
 	@./scripts/deps.sh
@@ -18,6 +18,10 @@ run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreg
 
 test: build ## Run every test: unit, property and integration (real redis-server)
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test
+
+bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
+	@./scripts/deps.sh --bench
+	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
 
 lint: ## rustfmt and clippy, warnings are errors
 	cargo fmt --all -- --check

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what building, running and testing seckill needs on Debian 12,
-# and does nothing when it is all there already.
+# and does nothing when it is all there already. With --bench, also what
+# `make bench` needs: PostgreSQL's server and pgbench.
 set -eu
 
 missing=""
@@ -8,6 +9,9 @@ command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
 # bindgen (used by the redis-module crate) needs libclang.
 dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
+if [ "${1:-}" = "--bench" ] && ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then
+    missing="$missing postgresql"
+fi
 
 if [ -n "$missing" ]; then
     echo "deps: installing$missing"

@@ -27,6 +27,8 @@ const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 const ERR_BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
 const ERR_BAD_USER: &str = "ERR user id must be 1 to 128 bytes";
 const ERR_BAD_REQUEST: &str = "ERR request id must be 1 to 128 bytes";
+const ERR_BAD_ID: &str = "ERR user ids and request ids must be 1 to 128 bytes";
+const ERR_FULL: &str = "ERR sale item is full: it cannot record more purchases";
 const ERR_REQUEST_MISMATCH: &str =
     "ERR request id was already used by another user or for another quantity";
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -45,6 +47,8 @@ impl From<ItemError> for RedisError {
             ItemError::Overflow => ERR_OVERFLOW,
             ItemError::RequestMismatch => ERR_REQUEST_MISMATCH,
             ItemError::NonPositiveQuantity => ERR_NOT_POSITIVE,
+            ItemError::BadId => ERR_BAD_ID,
+            ItemError::Full => ERR_FULL,
         })
     }
 }

@@ -3,8 +3,10 @@
 //! rule of the sale is unit- and property-tested without a server.
 
 pub mod codec;
+mod ledger;
 
-use std::collections::HashMap;
+pub use ledger::RequestView;
+use ledger::{Ledger, Lookup};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -27,17 +29,6 @@ impl Stock {
             Stock::Unlimited => UNLIMITED_STOCK,
         }
     }
-}
-
-/// A purchase made with a request id, kept so that a retry gets the same
-/// answer and a refund can give back exactly what was taken.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    pub user: Box<[u8]>,
-    pub qty: i64,
-    /// The remaining stock the original DEDUCT replied with.
-    pub reply: i64,
-    pub refunded: bool,
 }
 
 /// What a DEDUCT did.
@@ -75,6 +66,20 @@ pub enum ItemError {
     RequestMismatch,
     /// Quantities are positive.
     NonPositiveQuantity,
+    /// User ids and request ids are 1 to MAX_ID_LEN bytes.
+    BadId,
+    /// The item cannot record another purchase.
+    Full,
+}
+
+impl From<ledger::Full> for ItemError {
+    fn from(_: ledger::Full) -> Self {
+        ItemError::Full
+    }
+}
+
+fn valid_id(id: &[u8]) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID_LEN
 }
 
 /// Counters reported by SECKILL.INFO.
@@ -91,7 +96,7 @@ pub struct ItemStats {
     pub requests: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct SaleItem {
     stock: Stock,
     /// Most units one user may hold at once; 0 means no cap.
@@ -103,9 +108,8 @@ pub struct SaleItem {
     sold: i64,
     /// Units ever given back by refunds.
     refunded: i64,
-    /// Units each user holds now; users holding nothing are not kept.
-    buyers: HashMap<Box<[u8]>, i64>,
-    requests: HashMap<Box<[u8]>, Request>,
+    /// What every buyer holds, and every purchase made with a request id.
+    ledger: Ledger,
 }
 
 impl SaleItem {
@@ -127,8 +131,7 @@ impl SaleItem {
             added: 0,
             sold: 0,
             refunded: 0,
-            buyers: HashMap::new(),
-            requests: HashMap::new(),
+            ledger: Ledger::default(),
         }
     }
 
@@ -138,7 +141,18 @@ impl SaleItem {
 
     /// Units `user` holds now.
     pub fn bought(&self, user: &[u8]) -> i64 {
-        self.buyers.get(user).copied().unwrap_or(0)
+        match self.ledger.find_buyer(user) {
+            Lookup::Found(buyer) => self.ledger.units(buyer),
+            Lookup::Missing(_) => 0,
+        }
+    }
+
+    /// The purchase recorded under `request_id`, if any.
+    pub fn request(&self, request_id: &[u8]) -> Option<RequestView<'_>> {
+        match self.ledger.find_request(request_id) {
+            Lookup::Found(handle) => Some(self.ledger.request(handle).1),
+            Lookup::Missing(_) => None,
+        }
     }
 
     pub fn stats(&self) -> ItemStats {
@@ -150,8 +164,8 @@ impl SaleItem {
             added: self.added,
             sold: self.sold,
             refunded: self.refunded,
-            buyers: self.buyers.len(),
-            requests: self.requests.len(),
+            buyers: self.ledger.holder_count(),
+            requests: self.ledger.request_count(),
         }
     }
 
@@ -184,18 +198,26 @@ impl SaleItem {
         if qty <= 0 {
             return Err(ItemError::NonPositiveQuantity);
         }
-        if let Some(request) = request_id.and_then(|id| self.requests.get(id)) {
-            if *request.user != *user || request.qty != qty {
-                return Err(ItemError::RequestMismatch);
-            }
-            return Ok(if request.refunded {
-                Deduction::Refunded
-            } else {
-                Deduction::Replayed {
-                    remaining: request.reply,
-                }
-            });
+        if !valid_id(user) || !request_id.is_none_or(valid_id) {
+            return Err(ItemError::BadId);
         }
+        let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
+            Some(Lookup::Found(handle)) => {
+                let (_, request) = self.ledger.request(handle);
+                if request.user != user || request.qty != qty {
+                    return Err(ItemError::RequestMismatch);
+                }
+                return Ok(if request.refunded {
+                    Deduction::Refunded
+                } else {
+                    Deduction::Replayed {
+                        remaining: request.reply,
+                    }
+                });
+            }
+            Some(Lookup::Missing(hash)) => Some(hash),
+            None => None,
+        };
 
         // Stock first: a sold-out item answers without looking at the buyer.
         let stock = match self.stock {
@@ -203,7 +225,11 @@ impl SaleItem {
             Stock::Limited(units) => Stock::Limited(units - qty),
             Stock::Unlimited => Stock::Unlimited,
         };
-        let held = self.bought(user);
+        let buyer = self.ledger.find_buyer(user);
+        let held = match buyer {
+            Lookup::Found(buyer) => self.ledger.units(buyer),
+            Lookup::Missing(_) => 0,
+        };
         let now_held = match held.checked_add(qty) {
             Some(units) if self.limit == 0 || units <= self.limit => units,
             Some(_) => return Ok(Deduction::LimitExceeded),
@@ -212,35 +238,27 @@ impl SaleItem {
         };
         let sold = self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
 
+        let buyer = match buyer {
+            Lookup::Found(buyer) => buyer,
+            Lookup::Missing(hash) => self.ledger.add_buyer(hash, user)?,
+        };
+        let remaining = stock.remaining();
+        if let (Some(id), Some(hash)) = (request_id, request_hash) {
+            self.ledger.add_request(hash, id, buyer, qty, remaining)?;
+        }
+        self.ledger.set_units(buyer, now_held);
         self.stock = stock;
         self.sold = sold;
-        match self.buyers.get_mut(user) {
-            Some(units) => *units = now_held,
-            None => {
-                self.buyers.insert(user.into(), now_held);
-            }
-        }
-        let remaining = stock.remaining();
-        if let Some(id) = request_id {
-            self.requests.insert(
-                id.into(),
-                Request {
-                    user: user.into(),
-                    qty,
-                    reply: remaining,
-                    refunded: false,
-                },
-            );
-        }
         Ok(Deduction::Bought { remaining })
     }
 
     /// Gives back the units bought under `request_id`, once. Returns the
     /// units returned: 0 when the id is unknown or already refunded.
     pub fn refund(&mut self, request_id: &[u8]) -> Result<i64, ItemError> {
-        let Some(request) = self.requests.get(request_id) else {
+        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
             return Ok(0);
         };
+        let (buyer, request) = self.ledger.request(handle);
         if request.refunded {
             return Ok(0);
         }
@@ -252,55 +270,66 @@ impl SaleItem {
             Stock::Unlimited => Stock::Unlimited,
         };
         let refunded = self.refunded.checked_add(qty).ok_or(ItemError::Overflow)?;
-        let held = self.bought(&request.user);
         // A consistent item always holds at least `qty` for this user; a
-        // damaged one loses the buyer instead of going negative.
-        let now_held = held.saturating_sub(qty).max(0);
-        let user = request.user.clone();
+        // damaged one loses the units instead of going negative.
+        let now_held = self.ledger.units(buyer).saturating_sub(qty).max(0);
 
+        self.ledger.set_units(buyer, now_held);
+        self.ledger.mark_refunded(handle);
         self.stock = stock;
         self.refunded = refunded;
-        if now_held == 0 {
-            self.buyers.remove(&user);
-        } else if let Some(units) = self.buyers.get_mut(&user) {
-            *units = now_held;
-        }
-        if let Some(request) = self.requests.get_mut(request_id) {
-            request.refunded = true;
-        }
         Ok(qty)
     }
 
+    /// Users holding at least one unit, with their units.
     pub fn buyers(&self) -> impl Iterator<Item = (&[u8], i64)> {
-        self.buyers.iter().map(|(user, units)| (&**user, *units))
+        self.ledger.holders()
     }
 
-    pub fn requests(&self) -> impl Iterator<Item = (&[u8], &Request)> {
-        self.requests.iter().map(|(id, request)| (&**id, request))
+    pub fn requests(&self) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
+        self.ledger.requests()
     }
 
     /// Items whose freeing takes long enough to be worth doing off the
     /// main thread (UNLINK, FLUSHALL ASYNC) report their record count.
     pub fn record_count(&self) -> usize {
-        self.buyers.len().saturating_add(self.requests.len())
+        self.ledger
+            .buyer_count()
+            .saturating_add(self.ledger.request_count())
     }
 
-    /// An estimate of the heap this item occupies, for MEMORY USAGE.
+    /// The heap this item occupies, for MEMORY USAGE.
     pub fn memory_usage(&self) -> usize {
-        // A hash table slot is the key/value pair plus one control byte.
-        let buyer_slot = std::mem::size_of::<(Box<[u8]>, i64)>() + 1;
-        let request_slot = std::mem::size_of::<(Box<[u8]>, Request)>() + 1;
-        let buyer_bytes: usize = self.buyers.keys().map(|user| user.len()).sum();
-        let request_bytes: usize = self
-            .requests
-            .iter()
-            .map(|(id, request)| id.len() + request.user.len())
-            .sum();
-        std::mem::size_of::<Self>()
-            + self.buyers.capacity() * buyer_slot
-            + self.requests.capacity() * request_slot
-            + buyer_bytes
-            + request_bytes
+        std::mem::size_of::<Self>() + self.ledger.memory_usage()
+    }
+
+    fn sorted_content(&self) -> (Vec<(&[u8], i64)>, Vec<(&[u8], RequestView<'_>)>) {
+        let mut buyers: Vec<_> = self.buyers().collect();
+        buyers.sort_unstable();
+        let mut requests: Vec<_> = self.requests().collect();
+        requests.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        (buyers, requests)
+    }
+}
+
+/// Two items are equal when they hold the same sale, whatever order their
+/// records were stored in.
+impl PartialEq for SaleItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.stats() == other.stats() && self.sorted_content() == other.sorted_content()
+    }
+}
+
+impl Eq for SaleItem {}
+
+impl std::fmt::Debug for SaleItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (buyers, requests) = self.sorted_content();
+        f.debug_struct("SaleItem")
+            .field("stats", &self.stats())
+            .field("buyers", &buyers)
+            .field("requests", &requests)
+            .finish()
     }
 }
 

@@ -257,14 +257,28 @@ pub fn server_info(con: &mut Connection, section: &str, field: &str) -> Option<S
         .map(|value| value.trim().to_owned())
 }
 
+/// One figure of a command's INFO commandstats line, e.g. ("get", "calls").
+pub fn command_stat(con: &mut Connection, command: &str, figure: &str) -> Option<f64> {
+    let stats = server_info(con, "commandstats", &format!("cmdstat_{command}"))?;
+    let prefix = format!("{figure}=");
+    stats
+        .split(',')
+        .find_map(|part| part.strip_prefix(prefix.as_str()))
+        .and_then(|value| value.parse().ok())
+}
+
 /// How many times the server executed `command`, from INFO commandstats.
 pub fn command_calls(con: &mut Connection, command: &str) -> i64 {
-    server_info(con, "commandstats", &format!("cmdstat_{command}"))
-        .and_then(|stats| {
-            stats
-                .split(',')
-                .find_map(|part| part.strip_prefix("calls="))
-                .and_then(|calls| calls.parse().ok())
-        })
-        .unwrap_or(0)
+    command_stat(con, command, "calls").map_or(0, |calls| calls as i64)
+}
+
+/// Microseconds the server spent in all commands since the last
+/// CONFIG RESETSTAT, from INFO commandstats.
+pub fn total_command_usec(con: &mut Connection) -> f64 {
+    let text: String = ok(con, &["INFO", "commandstats"]);
+    text.lines()
+        .filter(|line| line.starts_with("cmdstat_"))
+        .filter_map(|line| line.split(',').find_map(|part| part.strip_prefix("usec=")))
+        .filter_map(|usec| usec.parse::<f64>().ok())
+        .sum()
 }

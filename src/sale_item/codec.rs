@@ -14,8 +14,9 @@
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
 
-use super::{Request, SaleItem, Stock, MAX_ID_LEN};
-use std::collections::HashMap;
+use super::ledger::{Ledger, Lookup};
+use super::{SaleItem, Stock, MAX_ID_LEN};
+use std::collections::HashSet;
 
 /// Bumped whenever the layout changes; older versions stay readable.
 pub const FORMAT_VERSION: u8 = 1;
@@ -61,11 +62,11 @@ impl SaleItem {
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
-        out.extend_from_slice(&(self.buyers.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(self.requests.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.ledger.request_count() as u64).to_le_bytes());
         emit(&out);
 
-        let buyers: Vec<_> = self.buyers.iter().collect();
+        let buyers: Vec<_> = self.buyers().collect();
         for chunk in buyers.chunks(RECORDS_PER_CHUNK) {
             out.clear();
             out.push(BUYERS_TAG);
@@ -77,14 +78,14 @@ impl SaleItem {
             emit(&out);
         }
 
-        let requests: Vec<_> = self.requests.iter().collect();
+        let requests: Vec<_> = self.requests().collect();
         for chunk in requests.chunks(RECORDS_PER_CHUNK) {
             out.clear();
             out.push(REQUESTS_TAG);
             out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
             for (id, request) in chunk {
                 put_id(&mut out, id);
-                put_id(&mut out, &request.user);
+                put_id(&mut out, request.user);
                 out.extend_from_slice(&request.qty.to_le_bytes());
                 out.extend_from_slice(&request.reply.to_le_bytes());
                 out.push(u8::from(request.refunded));
@@ -119,8 +120,7 @@ impl SaleItem {
             added: input.non_negative()?,
             sold: input.non_negative()?,
             refunded: input.non_negative()?,
-            buyers: HashMap::new(),
-            requests: HashMap::new(),
+            ledger: Ledger::default(),
         };
         let expected = Expected {
             buyers: input.u64()?,
@@ -142,69 +142,85 @@ impl SaleItem {
         if count == 0 || count > RECORDS_PER_CHUNK {
             return Err(DecodeError("bad record count"));
         }
-        match tag {
-            BUYERS_TAG => {
-                let mut records = Vec::with_capacity(count);
-                for _ in 0..count {
-                    let user = input.id()?;
-                    let units = input.non_negative()?;
-                    if units == 0 {
-                        return Err(DecodeError("buyer holding nothing"));
-                    }
-                    records.push((user, units));
+        if tag == BUYERS_TAG {
+            let mut records = Vec::with_capacity(count);
+            for _ in 0..count {
+                let user = input.id()?;
+                let units = input.non_negative()?;
+                if units == 0 {
+                    return Err(DecodeError("buyer holding nothing"));
                 }
-                input.finish()?;
-                if !all_new(records.iter().map(|(user, _)| *user), &self.buyers) {
+                records.push((user, units));
+            }
+            input.finish()?;
+            let mut seen = HashSet::with_capacity(count);
+            for (user, _) in &records {
+                if self.bought(user) > 0 || !seen.insert(*user) {
                     return Err(DecodeError("duplicate buyer"));
                 }
-                self.buyers.reserve(count);
-                for (user, units) in records {
-                    self.buyers.insert(user.into(), units);
-                }
             }
-            REQUESTS_TAG => {
-                let mut records = Vec::with_capacity(count);
-                for _ in 0..count {
-                    let id = input.id()?;
-                    let user = input.id()?;
-                    let qty = input.non_negative()?;
-                    if qty == 0 {
-                        return Err(DecodeError("request of nothing"));
-                    }
-                    let reply = input.non_negative()?;
-                    let refunded = match input.u8()? {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(DecodeError("bad refunded flag")),
-                    };
-                    records.push((
-                        id,
-                        Request {
-                            user: user.into(),
-                            qty,
-                            reply,
-                            refunded,
-                        },
-                    ));
+            for (user, units) in records {
+                let buyer = self.buyer_for_load(user)?;
+                self.ledger.set_units(buyer, units);
+            }
+        } else {
+            let mut records = Vec::with_capacity(count);
+            for _ in 0..count {
+                let id = input.id()?;
+                let user = input.id()?;
+                let qty = input.non_negative()?;
+                if qty == 0 {
+                    return Err(DecodeError("request of nothing"));
                 }
-                input.finish()?;
-                if !all_new(records.iter().map(|(id, _)| *id), &self.requests) {
+                let reply = input.non_negative()?;
+                let refunded = match input.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(DecodeError("bad refunded flag")),
+                };
+                records.push((id, user, qty, reply, refunded));
+            }
+            input.finish()?;
+            let mut seen = HashSet::with_capacity(count);
+            for (id, ..) in &records {
+                if self.request(id).is_some() || !seen.insert(*id) {
                     return Err(DecodeError("duplicate request id"));
                 }
-                self.requests.reserve(count);
-                for (id, request) in records {
-                    self.requests.insert(id.into(), request);
+            }
+            for (id, user, qty, reply, refunded) in records {
+                let buyer = self.buyer_for_load(user)?;
+                let Lookup::Missing(hash) = self.ledger.find_request(id) else {
+                    return Err(DecodeError("duplicate request id"));
+                };
+                self.ledger
+                    .add_request(hash, id, buyer, qty, reply)
+                    .map_err(|_| DecodeError("item too large"))?;
+                if refunded {
+                    if let Lookup::Found(handle) = self.ledger.find_request(id) {
+                        self.ledger.mark_refunded(handle);
+                    }
                 }
             }
-            _ => return Err(DecodeError("unknown chunk")),
         }
         Ok(count)
     }
 
     /// True once the records announced by the header have all been loaded.
     pub fn is_loaded(&self, expected: Expected) -> bool {
-        self.buyers.len() as u64 >= expected.buyers
-            && self.requests.len() as u64 >= expected.requests
+        self.ledger.holder_count() as u64 >= expected.buyers
+            && self.ledger.request_count() as u64 >= expected.requests
+    }
+
+    /// The buyer number of `user`, added holding nothing if new: requests
+    /// may name a user whose units were all refunded.
+    fn buyer_for_load(&mut self, user: &[u8]) -> Result<u32, DecodeError> {
+        match self.ledger.find_buyer(user) {
+            Lookup::Found(buyer) => Ok(buyer),
+            Lookup::Missing(hash) => self
+                .ledger
+                .add_buyer(hash, user)
+                .map_err(|_| DecodeError("item too large")),
+        }
     }
 
     /// Checks that a fully loaded item holds what its header announced.
@@ -216,21 +232,13 @@ impl SaleItem {
     /// the whole file at startup, and every operation on an item tolerates
     /// inconsistent counters without panicking.
     pub fn check_loaded(&self, expected: Expected) -> Result<(), DecodeError> {
-        if self.buyers.len() as u64 != expected.buyers
-            || self.requests.len() as u64 != expected.requests
+        if self.ledger.holder_count() as u64 != expected.buyers
+            || self.ledger.request_count() as u64 != expected.requests
         {
             return Err(DecodeError("record count differs from header"));
         }
         Ok(())
     }
-}
-
-fn all_new<'k, V>(
-    mut keys: impl Iterator<Item = &'k [u8]>,
-    existing: &HashMap<Box<[u8]>, V>,
-) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    keys.all(|key| !existing.contains_key(key) && seen.insert(key))
 }
 
 fn put_id(out: &mut Vec<u8>, id: &[u8]) {

@@ -312,8 +312,13 @@ fn operations_on_inconsistent_counters_do_not_panic() {
     item.deduct(b"alice", 1, Some(b"r1")).unwrap();
     assert_eq!(item.refund(b"r1"), Err(ItemError::Overflow));
     item.refunded = 0;
-    item.buyers.clear();
+    // The user's units vanished (a damaged item): the refund still returns
+    // the stock and leaves the user at zero rather than below.
+    if let ledger::Lookup::Found(buyer) = item.ledger.find_buyer(b"alice") {
+        item.ledger.set_units(buyer, 0);
+    }
     assert_eq!(item.refund(b"r1"), Ok(1));
+    assert_eq!(item.bought(b"alice"), 0);
 }
 
 #[derive(Clone, Debug)]
@@ -394,10 +399,10 @@ proptest! {
                         _ => prop_assert_eq!(&item, &before),
                     }
                     if let Some(id) = request.as_deref() {
-                        if let Some(previous) = before.requests.get(id) {
+                        if let Some(previous) = before.request(id) {
                             let bought_again = matches!(outcome, Ok(Deduction::Bought { .. }));
                             prop_assert!(!bought_again, "a known request id bought again");
-                            if previous.user.as_ref() == user.as_slice() && previous.qty == qty {
+                            if previous.user == user.as_slice() && previous.qty == qty {
                                 let expected = if previous.refunded {
                                     Deduction::Refunded
                                 } else {
@@ -411,13 +416,13 @@ proptest! {
                 Op::Refund(request) => {
                     let id = request_name(request);
                     let returned = item.refund(&id).unwrap();
-                    match before.requests.get(id.as_slice()) {
+                    match before.request(&id) {
                         Some(taken) if !taken.refunded => {
                             prop_assert_eq!(returned, taken.qty);
                             prop_assert_eq!(item.remaining(), before.remaining() + taken.qty);
                             prop_assert_eq!(
-                                item.bought(&taken.user),
-                                before.bought(&taken.user) - taken.qty
+                                item.bought(taken.user),
+                                before.bought(taken.user) - taken.qty
                             );
                             let after = item.clone();
                             prop_assert_eq!(item.refund(&id), Ok(0));
@@ -443,4 +448,43 @@ proptest! {
         let mut item = limited(1, 0);
         let _ = item.load_chunk(&bytes);
     }
+}
+
+#[test]
+fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
+    let mut item = SaleItem::new(Stock::Unlimited, 0);
+    let count = 40_000;
+    for n in 0..count {
+        let user = format!("user:{n}");
+        let id = format!("order:{n}");
+        item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()))
+            .unwrap();
+    }
+    for n in (0..count).step_by(7) {
+        let user = format!("user:{n}");
+        let id = format!("order:{n}");
+        assert_eq!(item.bought(user.as_bytes()), 1 + n % 3);
+        let request = item.request(id.as_bytes()).expect("recorded request");
+        assert_eq!((request.user, request.qty), (user.as_bytes(), 1 + n % 3));
+        assert_eq!(
+            item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes())),
+            Ok(Deduction::Replayed {
+                remaining: UNLIMITED_STOCK
+            })
+        );
+    }
+    assert_eq!(item.refund(b"order:12345"), Ok(1));
+    assert_eq!(item.stats().buyers, count as usize - 1);
+    assert_eq!(item.stats().requests, count as usize);
+    assert_eq!(round_trip(&item), Ok(item.clone()));
+}
+
+#[test]
+fn ids_beyond_the_bound_are_refused_by_the_item_itself() {
+    let mut item = limited(5, 0);
+    let long = [b'x'; MAX_ID_LEN + 1];
+    assert_eq!(item.deduct(&long, 1, None), Err(ItemError::BadId));
+    assert_eq!(item.deduct(b"alice", 1, Some(&long)), Err(ItemError::BadId));
+    assert_eq!(item.deduct(b"", 1, None), Err(ItemError::BadId));
+    assert_eq!(item, limited(5, 0));
 }

@@ -1,0 +1,218 @@
+//! The ways a team deducts flash-sale stock, each written faithfully to the
+//! algorithm it stands for, and the keys each one needs.
+
+use redis::Connection;
+use seckill_harness::ok;
+
+/// The first seed's script: check stock, check the user's bought key (built
+/// inside the script, as published), DECR, INCR.
+pub const SEED1_LUA: &str = r#"
+local stockKey = KEYS[1]
+local boughtKey = KEYS[2]
+local userId = ARGV[1]
+local limitPerUser = tonumber(ARGV[2])
+local stock = tonumber(redis.call('get', stockKey) or '0')
+if stock <= 0 then
+    return -1
+end
+local bought = tonumber(redis.call('get', boughtKey .. ':' .. userId) or '0')
+if bought >= limitPerUser then
+    return -2
+end
+redis.call('decr', stockKey)
+redis.call('incr', boughtKey .. ':' .. userId)
+return 1
+"#;
+
+/// The second seed's script: exists / get / INCRBY -num; no per-user limit.
+pub const SEED2_LUA: &str = "if (redis.call('exists', KEYS[1]) == 1) then \
+    local stock = tonumber(redis.call('get', KEYS[1])); \
+    local num = tonumber(ARGV[1]); \
+    if (stock == -1) then return -1; end; \
+    if (stock >= num) then return redis.call('incrby', KEYS[1], 0 - num); end; \
+    return -2; end; return -3;";
+
+/// The first seed's logic as a Redis Function, the no-module alternative
+/// that survives restarts.
+pub const FUNCTION_LIBRARY: &str = r#"#!lua name=seckill_bench
+redis.register_function('seckill_deduct', function(keys, args)
+    local stock = tonumber(redis.call('get', keys[1]) or '0')
+    if stock <= 0 then
+        return -1
+    end
+    local boughtKey = keys[2] .. ':' .. args[1]
+    local bought = tonumber(redis.call('get', boughtKey) or '0')
+    if bought >= tonumber(args[2]) then
+        return -2
+    end
+    redis.call('decr', keys[1])
+    redis.call('incr', boughtKey)
+    return 1
+end)
+"#;
+
+pub struct Scripts {
+    pub seed1: String,
+    pub seed2: String,
+}
+
+/// Loads both scripts and the function library; returns the scripts' SHAs.
+pub fn load_scripts(con: &mut Connection) -> Scripts {
+    ok::<String>(con, &["FUNCTION", "LOAD", "REPLACE", FUNCTION_LIBRARY]);
+    Scripts {
+        seed1: ok(con, &["SCRIPT", "LOAD", SEED1_LUA]),
+        seed2: ok(con, &["SCRIPT", "LOAD", SEED2_LUA]),
+    }
+}
+
+/// One contender in a redis-benchmark run.
+pub struct Command {
+    pub name: &'static str,
+    /// The INFO commandstats entry that carries its server cost.
+    pub stat: &'static str,
+    pub args: Vec<String>,
+}
+
+fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
+    Command {
+        name,
+        stat,
+        args: args.iter().map(|arg| arg.to_string()).collect(),
+    }
+}
+
+/// Names used in every table, so rows line up across workloads.
+pub const MODULE: &str = "SECKILL.DEDUCT";
+pub const MODULE_ID: &str = "SECKILL.DEDUCT ... ID";
+pub const SEED1: &str = "Lua, seed 1 (EVALSHA)";
+pub const SEED2: &str = "Lua, seed 2 (EVALSHA)";
+pub const FUNCTION: &str = "Function (FCALL)";
+pub const WATCH: &str = "WATCH/MULTI/EXEC";
+pub const POSTGRES: &str = "PostgreSQL UPDATE";
+pub const GET: &str = "GET (reference)";
+pub const DECRBY: &str = "DECRBY (reference)";
+
+/// Prepares `prefix`-named keys holding `stock` units for every contender
+/// and returns the commands that deduct one unit for a random user.
+pub fn single_commands(
+    con: &mut Connection,
+    scripts: &Scripts,
+    prefix: &str,
+    stock: i64,
+) -> Vec<Command> {
+    let stock = stock.to_string();
+    let key = |name: &str| format!("{prefix}:{name}");
+    let (item, item_id) = (key("item"), key("item-id"));
+    for name in [&item, &item_id] {
+        ok::<i64>(
+            con,
+            &[
+                "SECKILL.INIT",
+                name,
+                &stock,
+                "LIMIT",
+                "1000000000",
+                "REPLACE",
+            ],
+        );
+    }
+    for name in ["seed1:stock", "seed2:stock", "fn:stock"] {
+        ok::<String>(con, &["SET", &key(name), &stock]);
+    }
+    ok::<String>(con, &["SET", "ref:string", "42"]);
+    ok::<String>(con, &["SET", "ref:counter", "1000000000000000"]);
+    let user = "user:__rand_int__";
+    let limit = "1000000000";
+    vec![
+        command(GET, "get", &["GET", "ref:string"]),
+        command(DECRBY, "decrby", &["DECRBY", "ref:counter", "1"]),
+        command(
+            MODULE,
+            "seckill.deduct",
+            &["SECKILL.DEDUCT", &item, user, "1"],
+        ),
+        command(
+            MODULE_ID,
+            "seckill.deduct",
+            &[
+                "SECKILL.DEDUCT",
+                &item_id,
+                // redis-benchmark draws each __rand_int__ on its own, so a
+                // random user would sometimes reuse another user's request
+                // id, which is an error; one user keeps every call valid.
+                "user:bench",
+                "1",
+                "ID",
+                "req:__rand_int__",
+            ],
+        ),
+        command(
+            SEED1,
+            "evalsha",
+            &[
+                "EVALSHA",
+                &scripts.seed1,
+                "2",
+                &key("seed1:stock"),
+                &key("seed1:bought"),
+                user,
+                limit,
+            ],
+        ),
+        command(
+            SEED2,
+            "evalsha",
+            &["EVALSHA", &scripts.seed2, "1", &key("seed2:stock"), "1"],
+        ),
+        command(
+            FUNCTION,
+            "fcall",
+            &[
+                "FCALL",
+                "seckill_deduct",
+                "2",
+                &key("fn:stock"),
+                &key("fn:bought"),
+                user,
+                limit,
+            ],
+        ),
+    ]
+}
+
+/// Optimistic locking from the client, what many people try first: watch
+/// the stock and the user's bought key, check, then MULTI/DECR/INCR/EXEC,
+/// retrying when another client got in between.
+pub fn watch_deduct(con: &mut Connection, prefix: &str, user: &str, limit: i64) -> i64 {
+    let stock_key = format!("{prefix}:watch:stock");
+    let bought_key = format!("{prefix}:watch:bought:{user}");
+    loop {
+        ok::<String>(con, &["WATCH", &stock_key, &bought_key]);
+        let (stock, bought): (Option<i64>, Option<i64>) = redis::pipe()
+            .cmd("GET")
+            .arg(&stock_key)
+            .cmd("GET")
+            .arg(&bought_key)
+            .query(con)
+            .expect("GET stock and bought");
+        if stock.unwrap_or(0) <= 0 {
+            ok::<String>(con, &["UNWATCH"]);
+            return -1;
+        }
+        if bought.unwrap_or(0) >= limit {
+            ok::<String>(con, &["UNWATCH"]);
+            return -2;
+        }
+        let committed: Option<(i64, i64)> = redis::pipe()
+            .atomic()
+            .cmd("DECR")
+            .arg(&stock_key)
+            .cmd("INCR")
+            .arg(&bought_key)
+            .query(con)
+            .expect("EXEC");
+        if committed.is_some() {
+            return 1;
+        }
+    }
+}

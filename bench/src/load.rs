@@ -1,0 +1,138 @@
+//! Two load generators: Debian's redis-benchmark for single commands, and a
+//! closed loop of client threads for anything that takes several round trips
+//! or needs every reply checked.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Throughput {
+    pub ops_per_sec: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Runs redis-benchmark with `clients` connections, `requests` calls and
+/// `pipeline` commands in flight per connection. `__rand_int__` in an
+/// argument becomes a random number below `keyspace`.
+pub fn redis_benchmark(
+    port: u16,
+    clients: usize,
+    requests: usize,
+    pipeline: usize,
+    keyspace: usize,
+    args: &[String],
+) -> Throughput {
+    let output = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-c", &clients.to_string(), "-n", &requests.to_string()])
+        .args(["-P", &pipeline.to_string(), "-r", &keyspace.to_string()])
+        .arg("--csv")
+        .args(args)
+        .output()
+        .expect("cannot run redis-benchmark (package redis-tools)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    let fields: Vec<f64> = text
+        .lines()
+        .nth(1)
+        .map(|line| {
+            line.split("\",\"")
+                .skip(1)
+                .map(|field| field.trim_matches('"').parse().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .unwrap_or_default();
+    match fields.as_slice() {
+        [rps, _avg, _min, p50, _p95, p99, ..] => Throughput {
+            ops_per_sec: *rps,
+            p50_ms: *p50,
+            p99_ms: *p99,
+        },
+        _ => panic!(
+            "unexpected redis-benchmark output for {args:?}:\n{text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+/// What a closed-loop run saw.
+pub struct LoopRun<T> {
+    pub elapsed: Duration,
+    pub latencies: Vec<Duration>,
+    /// Each call's result with the time it completed, from the start.
+    pub results: Vec<(T, Duration)>,
+}
+
+impl<T> LoopRun<T> {
+    pub fn throughput(&self) -> Throughput {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_unstable();
+        let quantile = |q: f64| {
+            sorted
+                .get(((sorted.len() as f64 - 1.0) * q).round() as usize)
+                .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+        };
+        Throughput {
+            ops_per_sec: self.latencies.len() as f64 / self.elapsed.as_secs_f64(),
+            p50_ms: quantile(0.50),
+            p99_ms: quantile(0.99),
+        }
+    }
+}
+
+/// Runs `calls` calls of `call(connection, index)` from `clients` threads,
+/// each with its own connection, taking indexes in order until none is left.
+pub fn closed_loop<T, F>(url: &str, clients: usize, calls: usize, call: F) -> LoopRun<T>
+where
+    T: Send + 'static,
+    F: Fn(&mut redis::Connection, usize) -> T + Send + Sync + 'static,
+{
+    let call = Arc::new(call);
+    let next = Arc::new(AtomicUsize::new(0));
+    let connections: Vec<_> = (0..clients)
+        .map(|_| {
+            redis::Client::open(url)
+                .and_then(|client| client.get_connection())
+                .expect("connect")
+        })
+        .collect();
+    let start = Instant::now();
+    let workers: Vec<_> = connections
+        .into_iter()
+        .map(|mut con| {
+            let call = Arc::clone(&call);
+            let next = Arc::clone(&next);
+            thread::spawn(move || {
+                let mut latencies = Vec::new();
+                let mut results = Vec::new();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= calls {
+                        return (latencies, results);
+                    }
+                    let sent = Instant::now();
+                    let result = call(&mut con, index);
+                    let done = Instant::now();
+                    latencies.push(done - sent);
+                    results.push((result, done - start));
+                }
+            })
+        })
+        .collect();
+    let mut run = LoopRun {
+        elapsed: Duration::ZERO,
+        latencies: Vec::with_capacity(calls),
+        results: Vec::with_capacity(calls),
+    };
+    for worker in workers {
+        let (latencies, results) = worker.join().expect("load thread");
+        run.latencies.extend(latencies);
+        run.results.extend(results);
+    }
+    run.elapsed = start.elapsed();
+    run
+}

@@ -1,0 +1,494 @@
+//! `make bench`: SECKILL.DEDUCT against every alternative a user would pick,
+//! on the same machine in the same run, written to BENCHMARKS.md and a chart.
+
+mod contenders;
+mod load;
+mod postgres;
+mod report;
+
+use contenders::{
+    load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, MODULE, POSTGRES, SEED1,
+    SEED2, WATCH,
+};
+use load::{closed_loop, redis_benchmark, Throughput};
+use postgres::Postgres;
+use redis::Connection;
+use report::{FlashSaleRow, Measurement, Memory, PathReport, Report};
+use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
+use std::collections::HashSet;
+use std::time::Instant;
+
+/// Sizes of one run; `SECKILL_BENCH_QUICK=1` shrinks them for a smoke run.
+struct Plan {
+    clients: usize,
+    plain_requests: usize,
+    pipelined_requests: usize,
+    watch_calls: usize,
+    keyspace: usize,
+    repeats: usize,
+    pg_seconds: u64,
+    sale_stock: i64,
+    sale_users: usize,
+    sale_reclicks: usize,
+    memory_buyers: usize,
+}
+
+impl Plan {
+    fn from_env() -> Plan {
+        let quick = std::env::var("SECKILL_BENCH_QUICK").is_ok_and(|v| v == "1");
+        let scale = if quick { 10 } else { 1 };
+        Plan {
+            clients: 50,
+            plain_requests: 200_000 / scale,
+            pipelined_requests: 1_000_000 / scale,
+            watch_calls: 50_000 / scale,
+            keyspace: 10_000_000,
+            repeats: if quick { 1 } else { 3 },
+            pg_seconds: if quick { 2 } else { 5 },
+            sale_stock: 1_000,
+            sale_users: 100_000,
+            sale_reclicks: 20_000,
+            memory_buyers: 100_000,
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn median_throughput(runs: &[Throughput]) -> Throughput {
+    Throughput {
+        ops_per_sec: median(runs.iter().map(|t| t.ops_per_sec).collect()),
+        p50_ms: median(runs.iter().map(|t| t.p50_ms).collect()),
+        p99_ms: median(runs.iter().map(|t| t.p99_ms).collect()),
+    }
+}
+
+/// A deterministic stream of pseudo-random numbers (splitmix64), so that
+/// every contender sees the same users in the same order.
+struct Sequence(u64);
+
+impl Sequence {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn pseudo_user(index: usize, keyspace: usize) -> String {
+    let mut sequence = Sequence(index as u64);
+    format!("user:{}", sequence.next() % keyspace as u64)
+}
+
+/// Success path or sold-out path: every single-command contender through
+/// redis-benchmark, with and without pipelining, plus WATCH and PostgreSQL.
+fn deduct_path(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    postgres: Option<&Postgres>,
+    sold_out: bool,
+) -> PathReport {
+    let scripts = load_scripts(con);
+    let (prefix, stock, reference) = if sold_out {
+        ("soldout", 0, GET)
+    } else {
+        ("success", 1_000_000_000_000_000, DECRBY)
+    };
+    let mut rows = Vec::new();
+    for command in single_commands(con, &scripts, prefix, stock) {
+        if sold_out && command.name == DECRBY {
+            continue;
+        }
+        let mut plain = Vec::new();
+        let mut pipelined = Vec::new();
+        let mut usec = Vec::new();
+        for round in 0..plan.repeats {
+            println!(
+                "  {:<28} round {}/{}: no pipeline, then -P 16",
+                command.name,
+                round + 1,
+                plan.repeats
+            );
+            ok::<String>(con, &["CONFIG", "RESETSTAT"]);
+            plain.push(redis_benchmark(
+                server.port,
+                plan.clients,
+                plan.plain_requests,
+                1,
+                plan.keyspace,
+                &command.args,
+            ));
+            pipelined.push(redis_benchmark(
+                server.port,
+                plan.clients,
+                plan.pipelined_requests,
+                16,
+                plan.keyspace,
+                &command.args,
+            ));
+            usec.push(command_stat(con, command.stat, "usec_per_call").unwrap_or(f64::NAN));
+        }
+        rows.push(Measurement {
+            contender: command.name,
+            usec_per_call: Some(median(usec)),
+            plain: Some(median_throughput(&plain)),
+            pipelined: Some(median_throughput(&pipelined)),
+        });
+    }
+
+    println!(
+        "  {WATCH:<28} {} calls from {} clients",
+        plan.watch_calls, plan.clients
+    );
+    let watch_stock = stock.to_string();
+    ok::<String>(
+        con,
+        &["SET", &format!("{prefix}:watch:stock"), &watch_stock],
+    );
+    ok::<String>(con, &["CONFIG", "RESETSTAT"]);
+    let keyspace = plan.keyspace;
+    let watch_prefix = prefix.to_owned();
+    let run = closed_loop(
+        &server.url(),
+        plan.clients,
+        plan.watch_calls,
+        move |con, i| watch_deduct(con, &watch_prefix, &pseudo_user(i, keyspace), 1_000_000_000),
+    );
+    rows.push(Measurement {
+        contender: WATCH,
+        usec_per_call: Some(total_command_usec(con) / plan.watch_calls as f64),
+        plain: Some(run.throughput()),
+        pipelined: None,
+    });
+
+    if let Some(pg) = postgres {
+        println!(
+            "  {POSTGRES:<28} {} s from {} clients",
+            plan.pg_seconds, plan.clients
+        );
+        pg.sql(&format!(
+            "DROP TABLE IF EXISTS stock; CREATE TABLE stock (id int PRIMARY KEY, count bigint); \
+             INSERT INTO stock VALUES (1, {stock});"
+        ));
+        let tps = pg.pgbench(
+            "UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0;\n",
+            plan.clients,
+            plan.pg_seconds,
+            None,
+        );
+        rows.push(Measurement {
+            contender: POSTGRES,
+            usec_per_call: None,
+            plain: Some(tps),
+            pipelined: None,
+        });
+    }
+    ok::<String>(con, &["FLUSHALL"]);
+    PathReport { reference, rows }
+}
+
+/// Who clicks in the flash sale: every user once, and some twice, shuffled.
+fn sale_attempts(plan: &Plan) -> Vec<String> {
+    let mut attempts: Vec<String> = (0..plan.sale_users)
+        .chain(0..plan.sale_reclicks)
+        .map(|n| format!("user:{n}"))
+        .collect();
+    let mut sequence = Sequence(7);
+    for i in (1..attempts.len()).rev() {
+        let j = (sequence.next() % (i as u64 + 1)) as usize;
+        attempts.swap(i, j);
+    }
+    attempts
+}
+
+/// The flash sale: a small stock, many distinct users with limit 1, all
+/// clients racing until every user has clicked.
+fn flash_sale(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    postgres: Option<&Postgres>,
+) -> Vec<FlashSaleRow> {
+    let scripts = load_scripts(con);
+    let attempts = std::sync::Arc::new(sale_attempts(plan));
+    let stock = plan.sale_stock;
+    let mut rows = Vec::new();
+    for contender in [MODULE, SEED1, SEED2, FUNCTION, WATCH] {
+        println!(
+            "  {contender:<28} {} units, {} clicks from {} clients",
+            stock,
+            attempts.len(),
+            plan.clients
+        );
+        ok::<String>(con, &["FLUSHALL"]);
+        let stock_arg = stock.to_string();
+        match contender {
+            MODULE => {
+                ok::<i64>(
+                    con,
+                    &["SECKILL.INIT", "sale:item", &stock_arg, "LIMIT", "1"],
+                );
+            }
+            WATCH => {
+                ok::<String>(con, &["SET", "sale:watch:stock", &stock_arg]);
+            }
+            _ => {
+                ok::<String>(con, &["SET", "sale:stock", &stock_arg]);
+            }
+        }
+        let (seed1, seed2) = (scripts.seed1.clone(), scripts.seed2.clone());
+        let users = std::sync::Arc::clone(&attempts);
+        let run = closed_loop(
+            &server.url(),
+            plan.clients,
+            attempts.len(),
+            move |con, i| {
+                let user = &users[i];
+                let reply: i64 = match contender {
+                    MODULE => {
+                        let id = format!("req:{i}");
+                        ok(con, &["SECKILL.DEDUCT", "sale:item", user, "1", "ID", &id])
+                    }
+                    SEED1 => ok(
+                        con,
+                        &[
+                            "EVALSHA",
+                            &seed1,
+                            "2",
+                            "sale:stock",
+                            "sale:bought",
+                            user,
+                            "1",
+                        ],
+                    ),
+                    SEED2 => ok(con, &["EVALSHA", &seed2, "1", "sale:stock", "1"]),
+                    FUNCTION => ok(
+                        con,
+                        &[
+                            "FCALL",
+                            "seckill_deduct",
+                            "2",
+                            "sale:stock",
+                            "sale:bought",
+                            user,
+                            "1",
+                        ],
+                    ),
+                    _ => watch_deduct(con, "sale", user, 1),
+                };
+                // seed 1, the function and WATCH answer 1; the others the stock left.
+                let bought = match contender {
+                    MODULE | SEED2 => reply >= 0,
+                    _ => reply == 1,
+                };
+                (i, bought)
+            },
+        );
+        let sales: Vec<_> = run
+            .results
+            .iter()
+            .filter(|((_, bought), _)| *bought)
+            .collect();
+        let buyers: HashSet<&str> = sales
+            .iter()
+            .map(|((i, _), _)| attempts[*i].as_str())
+            .collect();
+        let left: i64 = match contender {
+            MODULE => ok(con, &["SECKILL.GET", "sale:item"]),
+            WATCH => ok(con, &["GET", "sale:watch:stock"]),
+            _ => ok(con, &["GET", "sale:stock"]),
+        };
+        let sold = sales.len() as i64;
+        let mut problems = Vec::new();
+        if sold != stock || left != 0 {
+            problems.push(format!("sold {sold} of {stock}, {left} left"));
+        }
+        let enforces_limit = contender != SEED2;
+        if enforces_limit && buyers.len() != sales.len() {
+            problems.push(format!("{} users bought twice", sales.len() - buyers.len()));
+        }
+        if contender == MODULE {
+            let info: std::collections::HashMap<String, i64> =
+                ok(con, &["SECKILL.INFO", "sale:item"]);
+            let recorded = info.get("sold").copied().unwrap_or(-1);
+            if recorded != stock {
+                problems.push(format!("INFO says {recorded} sold"));
+            }
+        }
+        rows.push(FlashSaleRow {
+            contender,
+            sold,
+            sold_out_after: sales.iter().map(|(_, at)| *at).max(),
+            throughput: run.throughput(),
+            limit_enforced: enforces_limit,
+            problems,
+        });
+    }
+
+    if let Some(pg) = postgres {
+        let per_client = attempts.len() / plan.clients;
+        println!(
+            "  {POSTGRES:<28} {stock} units, {} clicks from {} clients",
+            per_client * plan.clients,
+            plan.clients
+        );
+        pg.sql(&format!(
+            "DROP TABLE IF EXISTS stock; DROP TABLE IF EXISTS sold; \
+             CREATE TABLE stock (id int PRIMARY KEY, count bigint); \
+             CREATE TABLE sold (user_id int, at timestamptz); \
+             INSERT INTO stock VALUES (1, {stock});"
+        ));
+        let started = pg.sql("SELECT extract(epoch from clock_timestamp())");
+        let script = format!(
+            "\\set uid random(1, {})\n\
+             WITH taken AS (UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0 RETURNING id) \
+             INSERT INTO sold SELECT :uid, clock_timestamp() FROM taken;\n",
+            plan.sale_users
+        );
+        let throughput = pg.pgbench(&script, plan.clients, 0, Some(per_client));
+        let sold: i64 = pg
+            .sql("SELECT count(*) FROM sold")
+            .trim()
+            .parse()
+            .unwrap_or(-1);
+        let left: i64 = pg
+            .sql("SELECT count FROM stock")
+            .trim()
+            .parse()
+            .unwrap_or(-1);
+        let last_sale: f64 = pg
+            .sql("SELECT extract(epoch from max(at)) FROM sold")
+            .trim()
+            .parse()
+            .unwrap_or(f64::NAN);
+        let started: f64 = started.trim().parse().unwrap_or(f64::NAN);
+        let mut problems = Vec::new();
+        if sold != stock || left != 0 {
+            problems.push(format!("sold {sold} of {stock}, {left} left"));
+        }
+        rows.push(FlashSaleRow {
+            contender: POSTGRES,
+            sold,
+            sold_out_after: std::time::Duration::try_from_secs_f64(last_sale - started).ok(),
+            throughput,
+            limit_enforced: false,
+            problems,
+        });
+    }
+    ok::<String>(con, &["FLUSHALL"]);
+    rows
+}
+
+fn used_memory(con: &mut Connection) -> f64 {
+    server_info(con, "memory", "used_memory")
+        .and_then(|bytes| bytes.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Bytes per buyer record (user + request id) after `memory_buyers`
+/// purchases: the module's item against the seed layout (one string key per
+/// user plus a set of request ids).
+fn memory(con: &mut Connection, plan: &Plan) -> Memory {
+    let mut measure = |setup: &dyn Fn(&mut Connection),
+                       add: &dyn Fn(&mut redis::Pipeline, usize)| {
+        ok::<String>(con, &["FLUSHALL"]);
+        setup(con);
+        let before = used_memory(con);
+        for batch in (0..plan.memory_buyers).collect::<Vec<_>>().chunks(1000) {
+            let mut pipe = redis::pipe();
+            for n in batch {
+                add(&mut pipe, *n);
+            }
+            pipe.query::<()>(con).expect("memory batch");
+        }
+        (used_memory(con) - before) / plan.memory_buyers as f64
+    };
+    println!(
+        "  module item and seed layout, {} buyers each",
+        plan.memory_buyers
+    );
+    let module = measure(
+        &|con| {
+            ok::<i64>(con, &["SECKILL.INIT", "sku:1001", "1000000000"]);
+        },
+        &|pipe, n| {
+            pipe.cmd("SECKILL.DEDUCT")
+                .arg("sku:1001")
+                .arg(format!("user:{n}"))
+                .arg(1)
+                .arg("ID")
+                .arg(format!("order:{n}"))
+                .ignore();
+        },
+    );
+    let seed = measure(&|_| {}, &|pipe, n| {
+        pipe.cmd("INCR")
+            .arg(format!("sku:1001:bought:user:{n}"))
+            .ignore()
+            .cmd("SADD")
+            .arg("sku:1001:requests")
+            .arg(format!("order:{n}"))
+            .ignore();
+    });
+    ok::<String>(con, &["FLUSHALL"]);
+    Memory {
+        buyers: plan.memory_buyers,
+        module_bytes: module,
+        seed_bytes: seed,
+    }
+}
+
+fn main() {
+    let plan = Plan::from_env();
+    let started = Instant::now();
+    let server = Server::start_with(&["--appendonly", "no"]);
+    let mut con = server.client();
+    let version = server_info(&mut con, "server", "redis_version").unwrap_or_default();
+    println!(
+        "seckill bench: redis-server {version} on port {}",
+        server.port
+    );
+
+    println!("starting a throw-away PostgreSQL cluster");
+    let postgres = Postgres::start();
+    if postgres.is_none() {
+        println!("  PostgreSQL not installed: its rows are skipped (make bench installs it)");
+    }
+
+    println!("(a) success path");
+    let success = deduct_path(&server, &mut con, &plan, postgres.as_ref(), false);
+    println!("(b) sold-out path");
+    let sold_out = deduct_path(&server, &mut con, &plan, postgres.as_ref(), true);
+    println!("(c) flash sale");
+    let flash = flash_sale(&server, &mut con, &plan, postgres.as_ref());
+    println!("(d) memory");
+    let memory = memory(&mut con, &plan);
+
+    let report = Report {
+        redis_version: version,
+        postgres_version: postgres
+            .as_ref()
+            .map(|pg| pg.sql("SHOW server_version").trim().to_owned()),
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        clients: plan.clients,
+        plain_requests: plan.plain_requests,
+        pipelined_requests: plan.pipelined_requests,
+        repeats: plan.repeats,
+        success,
+        sold_out,
+        flash,
+        memory,
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    report.write(root);
+    println!(
+        "wrote BENCHMARKS.md and docs/benchmarks.svg in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,441 @@
+//! Writes BENCHMARKS.md and docs/benchmarks.svg from one run's figures.
+//! Every figure sits next to its ratio against GET or DECRBY from the same
+//! run, so that readers on other machines can compare ratios.
+
+use crate::contenders::{DECRBY, FUNCTION, GET, MODULE, MODULE_ID, POSTGRES, SEED1};
+use crate::load::Throughput;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct Measurement {
+    pub contender: &'static str,
+    pub usec_per_call: Option<f64>,
+    pub plain: Option<Throughput>,
+    pub pipelined: Option<Throughput>,
+}
+
+pub struct PathReport {
+    /// GET for the sold-out path, DECRBY for the success path.
+    pub reference: &'static str,
+    pub rows: Vec<Measurement>,
+}
+
+impl PathReport {
+    fn row(&self, contender: &str) -> Option<&Measurement> {
+        self.rows.iter().find(|row| row.contender == contender)
+    }
+
+    fn reference_row(&self) -> Option<&Measurement> {
+        self.row(self.reference)
+    }
+
+    fn usec(&self, contender: &str) -> Option<f64> {
+        self.row(contender)?.usec_per_call
+    }
+
+    fn pipelined(&self, contender: &str) -> Option<f64> {
+        Some(self.row(contender)?.pipelined?.ops_per_sec)
+    }
+}
+
+pub struct FlashSaleRow {
+    pub contender: &'static str,
+    pub sold: i64,
+    pub sold_out_after: Option<Duration>,
+    pub throughput: Throughput,
+    pub limit_enforced: bool,
+    pub problems: Vec<String>,
+}
+
+pub struct Memory {
+    pub buyers: usize,
+    pub module_bytes: f64,
+    pub seed_bytes: f64,
+}
+
+pub struct Report {
+    pub redis_version: String,
+    pub postgres_version: Option<String>,
+    pub cores: usize,
+    pub clients: usize,
+    pub plain_requests: usize,
+    pub pipelined_requests: usize,
+    pub repeats: usize,
+    pub success: PathReport,
+    pub sold_out: PathReport,
+    pub flash: Vec<FlashSaleRow>,
+    pub memory: Memory,
+}
+
+fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
+    match (value, reference) {
+        (Some(value), Some(reference)) if reference > 0.0 => Some(value / reference),
+        _ => None,
+    }
+}
+
+fn show(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn show_ratio(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}×"))
+}
+
+fn thousands(ops: Option<f64>) -> String {
+    ops.map_or_else(|| "–".to_owned(), |ops| format!("{:.0}k", ops / 1000.0))
+}
+
+/// One target of the issue: a ratio, the bound it must stay within, and
+/// whether it must be at least or at most that.
+struct Target {
+    what: String,
+    value: Option<f64>,
+    bound: f64,
+    at_least: bool,
+}
+
+impl Target {
+    fn met(&self) -> Option<bool> {
+        let value = self.value?;
+        Some(if self.at_least {
+            value >= self.bound
+        } else {
+            value <= self.bound
+        })
+    }
+}
+
+impl Report {
+    fn targets(&self) -> Vec<Target> {
+        let (a, b) = (&self.success, &self.sold_out);
+        let target = |what: &str, value, bound, at_least| Target {
+            what: what.to_owned(),
+            value,
+            bound,
+            at_least,
+        };
+        let flash = |contender: &str| {
+            self.flash
+                .iter()
+                .find(|row| row.contender == contender)
+                .map(|row| row.throughput.ops_per_sec)
+        };
+        vec![
+            target(
+                "server µs/call, success path: DEDUCT / DECRBY",
+                ratio(a.usec(MODULE), a.usec(DECRBY)),
+                2.0,
+                false,
+            ),
+            target(
+                "server µs/call, success path: DEDUCT / seed-1 Lua",
+                ratio(a.usec(MODULE), a.usec(SEED1)),
+                0.125,
+                false,
+            ),
+            target(
+                "server µs/call, sold-out path: DEDUCT / GET",
+                ratio(b.usec(MODULE), b.usec(GET)),
+                1.5,
+                false,
+            ),
+            target(
+                "-P 16 throughput, success path: DEDUCT / seed-1 Lua",
+                ratio(a.pipelined(MODULE), a.pipelined(SEED1)),
+                3.0,
+                true,
+            ),
+            target(
+                "-P 16 throughput, success path: DEDUCT / DECRBY",
+                ratio(a.pipelined(MODULE), a.pipelined(DECRBY)),
+                0.6,
+                true,
+            ),
+            target(
+                "-P 16 throughput, sold-out path: DEDUCT / GET",
+                ratio(b.pipelined(MODULE), b.pipelined(GET)),
+                0.85,
+                true,
+            ),
+            target(
+                "memory per buyer record: module / seed layout",
+                ratio(Some(self.memory.module_bytes), Some(self.memory.seed_bytes)),
+                0.5,
+                false,
+            ),
+            target(
+                "flash sale throughput: DEDUCT / PostgreSQL",
+                ratio(flash(MODULE), flash(POSTGRES)),
+                20.0,
+                true,
+            ),
+        ]
+    }
+
+    fn path_table(out: &mut String, path: &PathReport) {
+        let reference = path.reference_row();
+        let reference_usec = reference.and_then(|row| row.usec_per_call);
+        let reference_plain = reference.and_then(|row| row.plain.map(|t| t.ops_per_sec));
+        let reference_piped = reference.and_then(|row| row.pipelined.map(|t| t.ops_per_sec));
+        let name = path.reference.split(' ').next().unwrap_or(path.reference);
+        let _ = writeln!(
+            out,
+            "| contender | server µs/call | × {name} | ops/s, no pipeline | × {name} | p50 / p99 ms | ops/s, -P 16 | × {name} | p50 / p99 ms |"
+        );
+        out.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        for row in &path.rows {
+            let plain = row.plain.map(|t| t.ops_per_sec);
+            let piped = row.pipelined.map(|t| t.ops_per_sec);
+            let latency = |t: Option<Throughput>| {
+                t.map_or_else(
+                    || "–".to_owned(),
+                    |t| format!("{:.2} / {:.2}", t.p50_ms, t.p99_ms),
+                )
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                row.contender,
+                show(row.usec_per_call, 2),
+                show_ratio(ratio(row.usec_per_call, reference_usec)),
+                thousands(plain),
+                show_ratio(ratio(plain, reference_plain)),
+                latency(row.plain),
+                thousands(piped),
+                show_ratio(ratio(piped, reference_piped)),
+                latency(row.pipelined),
+            );
+        }
+    }
+
+    fn markdown(&self, notes: &str) -> String {
+        let mut out = String::new();
+        out.push_str("# Benchmarks\n\n");
+        out.push_str(
+            "Written by `make bench`; every figure comes from one run on one machine. \
+             Absolute numbers depend on the machine, so each sits next to its ratio \
+             against `DECRBY` (the cheapest write) or `GET` (the cheapest read) \
+             measured in the same run.\n\n",
+        );
+        let _ = writeln!(
+            out,
+            "Machine: {} cores, shared by the server and the load generator. \
+             redis-server {}{}. Load: {} clients; {} requests without pipelining and {} \
+             with `-P 16` per run (redis-benchmark), median of {} runs. Redis runs with \
+             persistence off; PostgreSQL with `fsync=off` and `synchronous_commit=off`, \
+             so that both are measured at memory speed.\n",
+            self.cores,
+            self.redis_version,
+            self.postgres_version
+                .as_deref()
+                .map_or_else(String::new, |v| format!(", PostgreSQL {v}")),
+            self.clients,
+            self.plain_requests,
+            self.pipelined_requests,
+            self.repeats,
+        );
+        out.push_str("![Benchmark chart](docs/benchmarks.svg)\n\n");
+
+        out.push_str("## Targets\n\n| target | measured | bound | |\n|---|--:|--:|---|\n");
+        for target in self.targets() {
+            let verdict = match target.met() {
+                Some(true) => "met",
+                Some(false) => "**missed**",
+                None => "not measured",
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} {} | {} |",
+                target.what,
+                show_ratio(target.value),
+                if target.at_least { "≥" } else { "≤" },
+                target.bound,
+                verdict
+            );
+        }
+
+        out.push_str(
+            "\n## (a) Success path\n\nStock that never runs out, a random user out of \
+             10 million per call, a limit that is never reached. The `... ID` row \
+             records a random request id per call (for one user, since redis-benchmark \
+             draws the user and the id independently). Server µs/call is \
+             `usec_per_call` from `INFO commandstats` (for WATCH/MULTI/EXEC, all its \
+             commands per purchase).\n\n",
+        );
+        Self::path_table(&mut out, &self.success);
+        out.push_str(
+            "\n## (b) Sold-out path\n\nStock 0: what almost every request of a real \
+             sale sees.\n\n",
+        );
+        Self::path_table(&mut out, &self.sold_out);
+
+        let stock = self.flash.first().map_or(0, |row| row.sold);
+        let postgres_ops = self
+            .flash
+            .iter()
+            .find(|row| row.contender == POSTGRES)
+            .map(|row| row.throughput.ops_per_sec);
+        let _ = write!(
+            out,
+            "\n## (c) Flash sale\n\n{stock} units, limit 1 per user, 100,000 distinct users \
+             clicking once and 20,000 of them twice, in a shuffled order, from {} clients \
+             racing until every click is answered. \"Sold out after\" is when the last unit \
+             went. The check counts the units sold and the users who bought twice.\n\n",
+            self.clients
+        );
+        out.push_str("| contender | sold | sold out after | clicks/s | × PostgreSQL | p50 / p99 ms | check |\n|---|--:|--:|--:|--:|--:|---|\n");
+        for row in &self.flash {
+            let check = if !row.problems.is_empty() {
+                format!("**{}**", row.problems.join("; "))
+            } else if row.limit_enforced {
+                "exact, nobody above the limit".to_owned()
+            } else {
+                "exact stock; no per-user limit in this algorithm".to_owned()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {:.2} / {:.2} | {} |",
+                row.contender,
+                row.sold,
+                row.sold_out_after.map_or_else(
+                    || "–".to_owned(),
+                    |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+                ),
+                thousands(Some(row.throughput.ops_per_sec)),
+                show_ratio(ratio(Some(row.throughput.ops_per_sec), postgres_ops)),
+                row.throughput.p50_ms,
+                row.throughput.p99_ms,
+                check
+            );
+        }
+
+        let _ = write!(
+            out,
+            "\n## (d) Memory\n\n`INFO memory` growth per buyer record after {} purchases, \
+             each with its own user id (`user:N`) and request id (`order:N`).\n\n\
+             | layout | bytes per buyer record | × seed layout |\n|---|--:|--:|\n\
+             | seckill item (`DEDUCT ... ID`) | {:.0} | {} |\n\
+             | seed layout: one `INCR` key per user + `SADD` of the request id | {:.0} | 1.00× |\n",
+            self.memory.buyers,
+            self.memory.module_bytes,
+            show_ratio(ratio(
+                Some(self.memory.module_bytes),
+                Some(self.memory.seed_bytes)
+            )),
+            self.memory.seed_bytes,
+        );
+        out.push('\n');
+        out.push_str(notes.trim_end());
+        out.push('\n');
+        out
+    }
+
+    fn chart(&self) -> String {
+        let success: Vec<(&str, f64)> = self
+            .success
+            .rows
+            .iter()
+            .filter_map(|row| Some((row.contender, row.pipelined?.ops_per_sec / 1000.0)))
+            .collect();
+        let sold_out: Vec<(&str, f64)> = self
+            .sold_out
+            .rows
+            .iter()
+            .filter_map(|row| Some((row.contender, row.pipelined?.ops_per_sec / 1000.0)))
+            .collect();
+        let cost: Vec<(&str, f64)> = self
+            .success
+            .rows
+            .iter()
+            .filter_map(|row| Some((row.contender, row.usec_per_call?)))
+            .collect();
+        let flash: Vec<(&str, f64)> = self
+            .flash
+            .iter()
+            .map(|row| (row.contender, row.throughput.ops_per_sec / 1000.0))
+            .collect();
+        let panels = [
+            (
+                "Success path, -P 16: thousand deductions per second",
+                success,
+            ),
+            ("Sold-out path, -P 16: thousand calls per second", sold_out),
+            ("Success path: server µs per call (lower is better)", cost),
+            (
+                "Flash sale, no pipelining: thousand clicks per second",
+                flash,
+            ),
+        ];
+        svg(&panels)
+    }
+
+    pub fn write(&self, root: &str) {
+        let root = Path::new(root);
+        let notes = fs::read_to_string(root.join("bench/NOTES.md")).unwrap_or_default();
+        fs::write(root.join("BENCHMARKS.md"), self.markdown(&notes)).expect("write BENCHMARKS.md");
+        fs::create_dir_all(root.join("docs")).expect("docs dir");
+        fs::write(root.join("docs/benchmarks.svg"), self.chart()).expect("write chart");
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Horizontal bar panels, one under the other; this module's bars are
+/// drawn in a colour of their own.
+fn svg(panels: &[(&str, Vec<(&str, f64)>)]) -> String {
+    const WIDTH: f64 = 760.0;
+    const LABEL: f64 = 200.0;
+    const BAR: f64 = 18.0;
+    const GAP: f64 = 6.0;
+    let mut out = String::new();
+    let mut y = 10.0;
+    let mut body = String::new();
+    for (title, bars) in panels {
+        let _ = writeln!(
+            body,
+            r#"<text x="10" y="{:.0}" font-weight="bold">{}</text>"#,
+            y + 14.0,
+            escape(title)
+        );
+        y += 24.0;
+        let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1e-9);
+        for (label, value) in bars {
+            let width = (WIDTH - LABEL - 90.0) * value / max;
+            let colour = if *label == MODULE || *label == MODULE_ID {
+                "#d9480f"
+            } else if *label == GET || *label == DECRBY {
+                "#868e96"
+            } else if *label == FUNCTION || *label == SEED1 {
+                "#1c7ed6"
+            } else {
+                "#4dabf7"
+            };
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.0}" y="{:.0}" text-anchor="end">{}</text><rect x="{LABEL:.0}" y="{:.0}" width="{width:.1}" height="{BAR:.0}" fill="{colour}"/><text x="{:.1}" y="{:.0}">{value:.2}</text>"#,
+                LABEL - 8.0,
+                y + 13.0,
+                escape(label),
+                y,
+                LABEL + width + 6.0,
+                y + 13.0,
+            );
+            y += BAR + GAP;
+        }
+        y += 14.0;
+    }
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{y:.0}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>"#
+    );
+    out.push_str(&body);
+    out.push_str("</svg>\n");
+    out
+}

@@ -1,0 +1,362 @@
+//! Compact storage for an item's buyers and request ids.
+//!
+//! A flash-sale item can hold millions of purchases, so the layout is chosen
+//! for memory and for steady latency rather than convenience:
+//!
+//! - Every id lives once in an append-only arena of chunks (no allocation
+//!   per record, and growing never copies what is already stored).
+//! - Records are found through hash indexes of 4-byte handles. An index is
+//!   split into many small tables once it grows, so that a resize only ever
+//!   moves a small part of it: one big table would stop the server for as
+//!   long as it takes to move every entry.
+//!
+//! Record layouts in the arena:
+//! ```text
+//! buyer:    len:u8 name
+//! request:  len:u8 id  refunded:u8  buyer:u32  qty:varint  reply:varint
+//! ```
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
+
+/// Largest arena chunk; positions inside a chunk fit in 16 bits.
+const MAX_CHUNK: usize = 1 << 16;
+const FIRST_CHUNK: usize = 256;
+/// Chunk numbers fit in the other 16 bits of a handle.
+const MAX_CHUNKS: usize = 1 << 16;
+/// Entries an index holds in one table before it splits into `SHARDS`.
+const SPLIT_AT: usize = 1 << 14;
+const SHARDS: usize = 64;
+
+/// The arena or an index cannot take another record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full;
+
+#[derive(Clone, Default)]
+struct Arena {
+    chunks: Vec<Vec<u8>>,
+}
+
+impl Arena {
+    /// Appends a record made of `parts` and returns its handle.
+    fn push(&mut self, parts: &[&[u8]]) -> Result<u32, Full> {
+        let len: usize = parts.iter().map(|part| part.len()).sum();
+        let fits = self
+            .chunks
+            .last()
+            .is_some_and(|chunk| chunk.len() + len <= chunk.capacity());
+        if !fits {
+            if self.chunks.len() >= MAX_CHUNKS || len > MAX_CHUNK {
+                return Err(Full);
+            }
+            // Chunks double up to MAX_CHUNK, so a small item stays small.
+            let size = (FIRST_CHUNK << self.chunks.len().min(8)).clamp(len, MAX_CHUNK);
+            self.chunks.push(Vec::with_capacity(size));
+        }
+        let number = self.chunks.len() - 1;
+        let chunk = self.chunks.last_mut().ok_or(Full)?;
+        let position = chunk.len();
+        for part in parts {
+            chunk.extend_from_slice(part);
+        }
+        Ok(((number << 16) | position) as u32)
+    }
+
+    /// The bytes from the record at `handle` to the end of its chunk.
+    fn record(&self, handle: u32) -> &[u8] {
+        let (number, position) = (handle as usize >> 16, handle as usize & 0xffff);
+        self.chunks
+            .get(number)
+            .and_then(|chunk| chunk.get(position..))
+            .unwrap_or(&[])
+    }
+
+    fn record_mut(&mut self, handle: u32) -> &mut [u8] {
+        let (number, position) = (handle as usize >> 16, handle as usize & 0xffff);
+        self.chunks
+            .get_mut(number)
+            .and_then(|chunk| chunk.get_mut(position..))
+            .unwrap_or(&mut [])
+    }
+
+    fn allocated(&self) -> usize {
+        self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+            + self.chunks.iter().map(Vec::capacity).sum::<usize>()
+    }
+}
+
+/// The id at the start of a record: a length byte, then the bytes.
+fn leading_id(record: &[u8]) -> &[u8] {
+    let len = record.first().map_or(0, |len| usize::from(*len));
+    record.get(1..1 + len).unwrap_or(&[])
+}
+
+fn put_varint(out: &mut [u8; 10], mut value: u64) -> &[u8] {
+    let mut len = 0;
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        out[len] = if value == 0 { byte } else { byte | 0x80 };
+        len += 1;
+        if value == 0 || len == out.len() {
+            return &out[..len];
+        }
+    }
+}
+
+fn take_varint(input: &mut &[u8]) -> u64 {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some((&byte, rest)) = input.split_first() else {
+            break;
+        };
+        *input = rest;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    value
+}
+
+/// A hash index of 4-byte handles, split into `SHARDS` tables once large.
+#[derive(Clone)]
+struct Index {
+    shards: Vec<HashTable<u32>>,
+    len: usize,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index {
+            shards: vec![HashTable::new()],
+            len: 0,
+        }
+    }
+}
+
+impl Index {
+    fn shard(&self, hash: u64) -> usize {
+        // Bits that hashbrown uses neither for the bucket nor for the tag.
+        if self.shards.len() == 1 {
+            0
+        } else {
+            (hash >> 32) as usize % SHARDS
+        }
+    }
+
+    fn find(&self, hash: u64, mut matches: impl FnMut(u32) -> bool) -> Option<u32> {
+        self.shards
+            .get(self.shard(hash))?
+            .find(hash, |handle| matches(*handle))
+            .copied()
+    }
+
+    fn insert(&mut self, hash: u64, handle: u32, rehash: impl Fn(u32) -> u64) {
+        if self.shards.len() == 1 && self.len >= SPLIT_AT {
+            let entries: Vec<u32> = self.shards.iter().flat_map(|t| t.iter().copied()).collect();
+            self.shards = (0..SHARDS).map(|_| HashTable::new()).collect();
+            for entry in entries {
+                let entry_hash = rehash(entry);
+                let shard = self.shard(entry_hash);
+                if let Some(table) = self.shards.get_mut(shard) {
+                    table.insert_unique(entry_hash, entry, |h| rehash(*h));
+                }
+            }
+        }
+        let shard = self.shard(hash);
+        if let Some(table) = self.shards.get_mut(shard) {
+            table.insert_unique(hash, handle, |h| rehash(*h));
+            self.len += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.shards.iter().flat_map(|table| table.iter().copied())
+    }
+
+    fn allocated(&self) -> usize {
+        self.shards.capacity() * std::mem::size_of::<HashTable<u32>>()
+            + self
+                .shards
+                .iter()
+                .map(HashTable::allocation_size)
+                .sum::<usize>()
+    }
+}
+
+/// A purchase recorded under a request id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestView<'a> {
+    pub user: &'a [u8],
+    pub qty: i64,
+    /// The remaining stock the purchase replied with.
+    pub reply: i64,
+    pub refunded: bool,
+}
+
+/// Where a lookup found a record, or the hash to insert one with.
+pub enum Lookup {
+    Found(u32),
+    Missing(u64),
+}
+
+#[derive(Clone, Default)]
+pub struct Ledger {
+    hasher: DefaultHashBuilder,
+    arena: Arena,
+    /// Arena handle of each buyer's name, by buyer number.
+    buyer_names: Vec<u32>,
+    /// Units each buyer holds now, by buyer number.
+    buyer_units: Vec<i64>,
+    /// Buyer numbers, by name.
+    buyers: Index,
+    /// Arena handles of request records, by id.
+    requests: Index,
+    /// Buyers holding at least one unit.
+    holders: usize,
+}
+
+impl Ledger {
+    fn name(&self, buyer: u32) -> &[u8] {
+        let handle = self.buyer_names.get(buyer as usize).copied();
+        handle.map_or(&[], |handle| leading_id(self.arena.record(handle)))
+    }
+
+    pub fn find_buyer(&self, user: &[u8]) -> Lookup {
+        let hash = self.hasher.hash_one(user);
+        match self.buyers.find(hash, |buyer| self.name(buyer) == user) {
+            Some(buyer) => Lookup::Found(buyer),
+            None => Lookup::Missing(hash),
+        }
+    }
+
+    pub fn units(&self, buyer: u32) -> i64 {
+        self.buyer_units.get(buyer as usize).copied().unwrap_or(0)
+    }
+
+    pub fn set_units(&mut self, buyer: u32, units: i64) {
+        if let Some(held) = self.buyer_units.get_mut(buyer as usize) {
+            match (*held > 0, units > 0) {
+                (false, true) => self.holders += 1,
+                (true, false) => self.holders -= 1,
+                _ => {}
+            }
+            *held = units;
+        }
+    }
+
+    /// Adds a buyer holding nothing yet; `hash` comes from `find_buyer`.
+    pub fn add_buyer(&mut self, hash: u64, user: &[u8]) -> Result<u32, Full> {
+        let buyer = u32::try_from(self.buyer_names.len()).map_err(|_| Full)?;
+        let handle = self.arena.push(&[&[user.len() as u8], user])?;
+        self.buyer_names.push(handle);
+        self.buyer_units.push(0);
+        let (hasher, arena, names) = (&self.hasher, &self.arena, &self.buyer_names);
+        self.buyers.insert(hash, buyer, |buyer| {
+            let handle = names.get(buyer as usize).copied().unwrap_or(0);
+            hasher.hash_one(leading_id(arena.record(handle)))
+        });
+        Ok(buyer)
+    }
+
+    pub fn find_request(&self, id: &[u8]) -> Lookup {
+        let hash = self.hasher.hash_one(id);
+        match self
+            .requests
+            .find(hash, |handle| leading_id(self.arena.record(handle)) == id)
+        {
+            Some(handle) => Lookup::Found(handle),
+            None => Lookup::Missing(hash),
+        }
+    }
+
+    /// The buyer number and details of the request at `handle`.
+    pub fn request(&self, handle: u32) -> (u32, RequestView<'_>) {
+        let record = self.arena.record(handle);
+        let id_len = leading_id(record).len();
+        let mut rest = record.get(1 + id_len..).unwrap_or(&[]);
+        let refunded = rest.first().is_some_and(|flag| *flag != 0);
+        let buyer = rest
+            .get(1..5)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(0, u32::from_le_bytes);
+        rest = rest.get(5..).unwrap_or(&[]);
+        let qty = take_varint(&mut rest) as i64;
+        let reply = take_varint(&mut rest) as i64;
+        let view = RequestView {
+            user: self.name(buyer),
+            qty,
+            reply,
+            refunded,
+        };
+        (buyer, view)
+    }
+
+    /// Records a purchase; `hash` comes from `find_request`.
+    pub fn add_request(
+        &mut self,
+        hash: u64,
+        id: &[u8],
+        buyer: u32,
+        qty: i64,
+        reply: i64,
+    ) -> Result<(), Full> {
+        let (mut qty_bytes, mut reply_bytes) = ([0; 10], [0; 10]);
+        let handle = self.arena.push(&[
+            &[id.len() as u8],
+            id,
+            &[0],
+            &buyer.to_le_bytes(),
+            put_varint(&mut qty_bytes, qty as u64),
+            put_varint(&mut reply_bytes, reply as u64),
+        ])?;
+        let (hasher, arena) = (&self.hasher, &self.arena);
+        self.requests.insert(hash, handle, |handle| {
+            hasher.hash_one(leading_id(arena.record(handle)))
+        });
+        Ok(())
+    }
+
+    pub fn mark_refunded(&mut self, handle: u32) {
+        let record = self.arena.record_mut(handle);
+        let flag = 1 + record.first().map_or(0, |len| usize::from(*len));
+        if let Some(refunded) = record.get_mut(flag) {
+            *refunded = 1;
+        }
+    }
+
+    /// Buyers holding at least one unit, with their units.
+    pub fn holders(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        (0..self.buyer_names.len() as u32)
+            .map(|buyer| (self.name(buyer), self.units(buyer)))
+            .filter(|(_, units)| *units > 0)
+    }
+
+    pub fn requests(&self) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
+        self.requests.iter().map(|handle| {
+            let id = leading_id(self.arena.record(handle));
+            (id, self.request(handle).1)
+        })
+    }
+
+    pub fn holder_count(&self) -> usize {
+        self.holders
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.len
+    }
+
+    pub fn buyer_count(&self) -> usize {
+        self.buyer_names.len()
+    }
+
+    pub fn memory_usage(&self) -> usize {
+        self.arena.allocated()
+            + self.buyer_names.capacity() * std::mem::size_of::<u32>()
+            + self.buyer_units.capacity() * std::mem::size_of::<i64>()
+            + self.buyers.allocated()
+            + self.requests.allocated()
+    }
+}
