@@ -2,10 +2,11 @@
 //! replicate and notify exactly when something changed. Sale rules live in
 //! `sale_item`; this layer only translates between them and the wire.
 
+use crate::args::Arg;
 use crate::item_key::{now_ms, signal_modified, ItemKey, WrongType};
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{Deduction, ItemError, Restock, SaleItem, Stock, MAX_ID_LEN};
-use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::c_char;
 
@@ -53,38 +54,33 @@ impl From<ItemError> for RedisError {
     }
 }
 
-fn integer(arg: &RedisString) -> Result<i64, RedisError> {
-    arg.parse_integer()
-        .map_err(|_| RedisError::Str(ERR_NOT_INTEGER))
+fn integer(arg: &Arg) -> Result<i64, RedisError> {
+    arg.integer().ok_or(RedisError::Str(ERR_NOT_INTEGER))
 }
 
-fn positive(arg: &RedisString) -> Result<i64, RedisError> {
+fn positive(arg: &Arg) -> Result<i64, RedisError> {
     match integer(arg)? {
         value if value > 0 => Ok(value),
         _ => Err(RedisError::Str(ERR_NOT_POSITIVE)),
     }
 }
 
-fn id<'a>(arg: &'a RedisString, error: &'static str) -> Result<&'a [u8], RedisError> {
-    let bytes = arg.as_slice();
+fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
+    let bytes = arg.as_bytes();
     if bytes.is_empty() || bytes.len() > MAX_ID_LEN {
         return Err(RedisError::Str(error));
     }
     Ok(bytes)
 }
 
-fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
-    arg.as_slice().eq_ignore_ascii_case(keyword.as_bytes())
-}
-
 /// Replicates the command as the client sent it and fires its keyspace
 /// event. Only for writes whose outcome the replica reaches by itself.
-fn propagate(ctx: &Context, key: &RedisString, event: &CStr) {
+fn propagate(ctx: &Context, key: &Arg, event: &CStr) {
     ctx.replicate_verbatim();
     notify(ctx, key, event);
 }
 
-fn notify(ctx: &Context, key: &RedisString, event: &CStr) {
+fn notify(ctx: &Context, key: &Arg, event: &CStr) {
     // The crate's wrapper builds a CString per call; events are static here.
     if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
         // SAFETY: `event` is NUL-terminated and `key` lives for the command.
@@ -93,7 +89,7 @@ fn notify(ctx: &Context, key: &RedisString, event: &CStr) {
                 ctx.get_raw(),
                 NotifyEvent::MODULE.bits(),
                 event.as_ptr(),
-                key.inner,
+                key.as_ptr(),
             )
         };
     }
@@ -115,7 +111,7 @@ struct InitOptions {
 }
 
 impl InitOptions {
-    fn parse(args: &[RedisString]) -> Result<Self, RedisError> {
+    fn parse(args: &[Arg]) -> Result<Self, RedisError> {
         let mut options = InitOptions {
             limit: 0,
             expiry: None,
@@ -124,11 +120,11 @@ impl InitOptions {
         let mut limit_seen = false;
         let mut args = args.iter();
         while let Some(option) = args.next() {
-            if is_keyword(option, "REPLACE") && !options.replace {
+            if option.is_keyword("REPLACE") && !options.replace {
                 options.replace = true;
                 continue;
             }
-            let scale = if is_keyword(option, "LIMIT") && !limit_seen {
+            let scale = if option.is_keyword("LIMIT") && !limit_seen {
                 let limit = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
                 if limit < 0 {
                     return Err(RedisError::Str(ERR_BAD_LIMIT));
@@ -138,9 +134,9 @@ impl InitOptions {
                 continue;
             } else if options.expiry.is_some() {
                 return Err(RedisError::Str(ERR_SYNTAX));
-            } else if is_keyword(option, "EX") || is_keyword(option, "EXAT") {
+            } else if option.is_keyword("EX") || option.is_keyword("EXAT") {
                 1000
-            } else if is_keyword(option, "PX") || is_keyword(option, "PXAT") {
+            } else if option.is_keyword("PX") || option.is_keyword("PXAT") {
                 1
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
@@ -150,7 +146,7 @@ impl InitOptions {
                 .checked_mul(scale)
                 .filter(|millis| *millis > 0)
                 .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?;
-            let absolute = option.as_slice().len() == 4;
+            let absolute = option.as_bytes().len() == 4;
             options.expiry = Some(if absolute {
                 Expiry::At(millis)
             } else {
@@ -161,8 +157,8 @@ impl InitOptions {
     }
 }
 
-fn parse_stock(arg: &RedisString) -> Result<Stock, RedisError> {
-    if is_keyword(arg, "UNLIMITED") {
+fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
+    if arg.is_keyword("UNLIMITED") {
         return Ok(Stock::Unlimited);
     }
     match integer(arg)? {
@@ -172,8 +168,8 @@ fn parse_stock(arg: &RedisString) -> Result<Stock, RedisError> {
 }
 
 /// SECKILL.INIT key stock [LIMIT n] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
-pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, stock_arg, options @ ..] = args.as_slice() else {
+pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, stock_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let stock = parse_stock(stock_arg)?;
@@ -207,8 +203,8 @@ pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let limit = options.limit.to_string();
             let unix_ms = unix_ms.to_string();
             let mut effect: Vec<&[u8]> = vec![
-                name.as_slice(),
-                stock_arg.as_slice(),
+                name.as_bytes(),
+                stock_arg.as_bytes(),
                 b"LIMIT",
                 limit.as_bytes(),
                 b"PXAT",
@@ -226,8 +222,8 @@ pub fn init(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.ADD key qty
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, qty] = args.as_slice() else {
+pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, qty] = args else {
         return Err(RedisError::WrongArity);
     };
     let qty = positive(qty)?;
@@ -246,11 +242,11 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.DEDUCT key user qty [ID request_id]
-pub fn deduct(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (name, user, qty, request_id) = match args.as_slice() {
+pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let (name, user, qty, request_id) = match args {
         [_, name, user, qty] => (name, user, qty, None),
         [_, name, user, qty, keyword, request_id] => {
-            if !is_keyword(keyword, "ID") {
+            if !keyword.is_keyword("ID") {
                 return Err(RedisError::Str(ERR_SYNTAX));
             }
             (name, user, qty, Some(id(request_id, ERR_BAD_REQUEST)?))
@@ -279,8 +275,8 @@ pub fn deduct(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.GET key
-pub fn get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name] = args.as_slice() else {
+pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
         return Err(RedisError::WrongArity);
     };
     let key = ItemKey::open_read(ctx, name);
@@ -291,8 +287,8 @@ pub fn get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.BOUGHT key user
-pub fn bought(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, user] = args.as_slice() else {
+pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, user] = args else {
         return Err(RedisError::WrongArity);
     };
     let user = id(user, ERR_BAD_USER)?;
@@ -304,8 +300,8 @@ pub fn bought(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.REFUND key request_id
-pub fn refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, request_id] = args.as_slice() else {
+pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_id] = args else {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
@@ -322,8 +318,8 @@ pub fn refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// SECKILL.INFO key
-pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name] = args.as_slice() else {
+pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
         return Err(RedisError::WrongArity);
     };
     let key = ItemKey::open_read(ctx, name);
@@ -357,11 +353,11 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
 /// rewrite emits. A header chunk replaces the item; record chunks extend it.
-pub fn load_chunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, name, payload] = args.as_slice() else {
+pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, payload] = args else {
         return Err(RedisError::WrongArity);
     };
-    let payload = payload.as_slice();
+    let payload = payload.as_bytes();
     let bad_chunk =
         |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
     if is_header(payload) {

@@ -5,9 +5,10 @@
 //! when something changed. Opening for writing would tell WATCH and client
 //! tracking that the key changed even when a sold-out DEDUCT left it alone.
 
+use crate::args::Arg;
 use crate::persistence::SALE_ITEM_TYPE;
 use crate::sale_item::SaleItem;
-use redis_module::{raw, Context, RedisString};
+use redis_module::{raw, Context};
 use std::os::raw::c_void;
 
 /// The key holds a value of another type.
@@ -20,18 +21,18 @@ pub struct ItemKey {
 
 impl ItemKey {
     /// Opens for reading: the key is never created and never signalled.
-    pub fn open_read(ctx: &Context, name: &RedisString) -> Self {
+    pub fn open_read(ctx: &Context, name: &Arg) -> Self {
         ItemKey {
-            key: raw::open_key(ctx.get_raw(), name.inner, raw::KeyMode::READ),
+            key: raw::open_key(ctx.get_raw(), name.as_ptr(), raw::KeyMode::READ),
         }
     }
 
     /// Opens for writing, which lets [`ItemKey::store`] create the key.
-    pub fn open_write(ctx: &Context, name: &RedisString) -> Self {
+    pub fn open_write(ctx: &Context, name: &Arg) -> Self {
         ItemKey {
             key: raw::open_key(
                 ctx.get_raw(),
-                name.inner,
+                name.as_ptr(),
                 raw::KeyMode::READ | raw::KeyMode::WRITE,
             ),
         }
@@ -119,10 +120,10 @@ impl Drop for ItemKey {
 }
 
 /// Tells WATCH and client tracking that the item at `name` changed.
-pub fn signal_modified(ctx: &Context, name: &RedisString) {
+pub fn signal_modified(ctx: &Context, name: &Arg) {
     if let Some(signal) = redis_api!(RedisModule_SignalModifiedKey) {
         // SAFETY: both pointers are valid for the duration of the command.
-        unsafe { signal(ctx.get_raw(), name.inner) };
+        unsafe { signal(ctx.get_raw(), name.as_ptr()) };
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Layout: `sale_item` holds the sale rules and knows nothing of Redis;
 //! `commands` parses, replies, replicates and notifies; `persistence` is the
-//! module data type and its callbacks; `item_key` reaches an item at a key.
+//! module data type and its callbacks; `item_key` reaches an item at a key;
+//! `args` reads a command's arguments in place.
 
 /// A Redis module API function, or `None` if this server lacks it. The
 /// pointers are written once, by RedisModule_Init when the module loads.
@@ -13,13 +14,16 @@ macro_rules! redis_api {
     };
 }
 
+mod args;
 mod commands;
 mod item_key;
 mod persistence;
 pub mod sale_item;
 
 use persistence::SALE_ITEM_TYPE;
-use redis_module::redis_module;
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+use std::ffi::CStr;
+use std::os::raw::c_int;
 
 // Unit tests run without Redis, whose allocator is only there inside the
 // server.
@@ -36,19 +40,112 @@ macro_rules! allocator {
     };
 }
 
+/// The C entry point Redis calls for one command: hands the handler the
+/// arguments in place and sends its reply.
+macro_rules! entry_point {
+    ($handler:path) => {{
+        extern "C" fn call(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut *mut raw::RedisModuleString,
+            argc: c_int,
+        ) -> c_int {
+            let context = Context::new(ctx);
+            // SAFETY: Redis passes `argc` strings that live for this call.
+            let args = unsafe { args::from_argv(argv, argc) };
+            context.reply($handler(&context, args)) as c_int
+        }
+        call as extern "C" fn(_, _, _) -> c_int
+    }};
+}
+
+type EntryPoint =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// Every command: name, entry point, flags. Each takes its item key as the
+/// first argument (first key 1, last key 1, step 1), so cluster clients route
+/// it and ACL key patterns apply with nothing else declared.
+fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 8] {
+    [
+        // SECKILL.INIT key stock [LIMIT n] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
+        (
+            c"seckill.init",
+            entry_point!(commands::init),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.ADD key qty
+        (
+            c"seckill.add",
+            entry_point!(commands::add),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.DEDUCT key user qty [ID request_id]
+        (
+            c"seckill.deduct",
+            entry_point!(commands::deduct),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.REFUND key request_id
+        (
+            c"seckill.refund",
+            entry_point!(commands::refund),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.GET key
+        (
+            c"seckill.get",
+            entry_point!(commands::get),
+            c"readonly fast",
+        ),
+        // SECKILL.BOUGHT key user
+        (
+            c"seckill.bought",
+            entry_point!(commands::bought),
+            c"readonly fast",
+        ),
+        // SECKILL.INFO key
+        (
+            c"seckill.info",
+            entry_point!(commands::info),
+            c"readonly fast",
+        ),
+        // SECKILL.LOADCHUNK key payload (written by AOF rewrites)
+        (
+            c"seckill.loadchunk",
+            entry_point!(commands::load_chunk),
+            c"write deny-oom",
+        ),
+    ]
+}
+
+fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
+    let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
+        return Status::Err;
+    };
+    for (name, entry_point, flags) in command_table() {
+        // SAFETY: static NUL-terminated strings and a matching entry point.
+        let created = unsafe {
+            create_command(
+                ctx.ctx,
+                name.as_ptr(),
+                Some(entry_point),
+                flags.as_ptr(),
+                1,
+                1,
+                1,
+            )
+        };
+        if created != raw::REDISMODULE_OK as c_int {
+            ctx.log_warning(&format!("seckill: cannot create command {name:?}"));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
 redis_module! {
     name: "seckill",
     version: 1,
     allocator: (allocator!(), allocator!()),
     data_types: [SALE_ITEM_TYPE],
-    commands: [
-        ["seckill.init", commands::init, "write deny-oom fast", 1, 1, 1, ""],
-        ["seckill.add", commands::add, "write deny-oom fast", 1, 1, 1, ""],
-        ["seckill.deduct", commands::deduct, "write deny-oom fast", 1, 1, 1, ""],
-        ["seckill.refund", commands::refund, "write deny-oom fast", 1, 1, 1, ""],
-        ["seckill.get", commands::get, "readonly fast", 1, 1, 1, ""],
-        ["seckill.bought", commands::bought, "readonly fast", 1, 1, 1, ""],
-        ["seckill.info", commands::info, "readonly fast", 1, 1, 1, ""],
-        ["seckill.loadchunk", commands::load_chunk, "write deny-oom", 1, 1, 1, ""],
-    ],
+    init: register_commands,
 }

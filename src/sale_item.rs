@@ -141,16 +141,13 @@ impl SaleItem {
 
     /// Units `user` holds now.
     pub fn bought(&self, user: &[u8]) -> i64 {
-        match self.ledger.find_buyer(user) {
-            Lookup::Found(buyer) => self.ledger.units(buyer),
-            Lookup::Missing(_) => 0,
-        }
+        self.ledger.units_of(user)
     }
 
     /// The purchase recorded under `request_id`, if any.
     pub fn request(&self, request_id: &[u8]) -> Option<RequestView<'_>> {
         match self.ledger.find_request(request_id) {
-            Lookup::Found(handle) => Some(self.ledger.request(handle).1),
+            Lookup::Found(handle) => Some(self.ledger.request(handle)),
             Lookup::Missing(_) => None,
         }
     }
@@ -203,7 +200,7 @@ impl SaleItem {
         }
         let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
             Some(Lookup::Found(handle)) => {
-                let (_, request) = self.ledger.request(handle);
+                let request = self.ledger.request(handle);
                 if request.user != user || request.qty != qty {
                     return Err(ItemError::RequestMismatch);
                 }
@@ -227,7 +224,7 @@ impl SaleItem {
         };
         let buyer = self.ledger.find_buyer(user);
         let held = match buyer {
-            Lookup::Found(buyer) => self.ledger.units(buyer),
+            Lookup::Found(buyer) => buyer.units,
             Lookup::Missing(_) => 0,
         };
         let now_held = match held.checked_add(qty) {
@@ -238,15 +235,15 @@ impl SaleItem {
         };
         let sold = self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
 
-        let buyer = match buyer {
+        let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
             Lookup::Missing(hash) => self.ledger.add_buyer(hash, user)?,
         };
         let remaining = stock.remaining();
         if let (Some(id), Some(hash)) = (request_id, request_hash) {
-            self.ledger.add_request(hash, id, buyer, qty, remaining)?;
+            self.ledger.add_request(hash, id, &buyer, qty, remaining)?;
         }
-        self.ledger.set_units(buyer, now_held);
+        self.ledger.set_units(&mut buyer, now_held);
         self.stock = stock;
         self.sold = sold;
         Ok(Deduction::Bought { remaining })
@@ -258,11 +255,16 @@ impl SaleItem {
         let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
             return Ok(0);
         };
-        let (buyer, request) = self.ledger.request(handle);
+        let request = self.ledger.request(handle);
         if request.refunded {
             return Ok(0);
         }
         let qty = request.qty;
+        let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) else {
+            // Every request names a stored buyer; a damaged item refunds
+            // nothing rather than guess.
+            return Ok(0);
+        };
         let stock = match self.stock {
             Stock::Limited(units) => {
                 Stock::Limited(units.checked_add(qty).ok_or(ItemError::Overflow)?)
@@ -272,9 +274,9 @@ impl SaleItem {
         let refunded = self.refunded.checked_add(qty).ok_or(ItemError::Overflow)?;
         // A consistent item always holds at least `qty` for this user; a
         // damaged one loses the units instead of going negative.
-        let now_held = self.ledger.units(buyer).saturating_sub(qty).max(0);
+        let now_held = buyer.units.saturating_sub(qty).max(0);
 
-        self.ledger.set_units(buyer, now_held);
+        self.ledger.set_units(&mut buyer, now_held);
         self.ledger.mark_refunded(handle);
         self.stock = stock;
         self.refunded = refunded;
@@ -303,7 +305,7 @@ impl SaleItem {
         std::mem::size_of::<Self>() + self.ledger.memory_usage()
     }
 
-    fn sorted_content(&self) -> (Vec<(&[u8], i64)>, Vec<(&[u8], RequestView<'_>)>) {
+    fn sorted_content(&self) -> SortedContent<'_> {
         let mut buyers: Vec<_> = self.buyers().collect();
         buyers.sort_unstable();
         let mut requests: Vec<_> = self.requests().collect();
@@ -311,6 +313,8 @@ impl SaleItem {
         (buyers, requests)
     }
 }
+
+type SortedContent<'a> = (Vec<(&'a [u8], i64)>, Vec<(&'a [u8], RequestView<'a>)>);
 
 /// Two items are equal when they hold the same sale, whatever order their
 /// records were stored in.

@@ -14,7 +14,7 @@
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
 
-use super::ledger::{Ledger, Lookup};
+use super::ledger::{Buyer, Ledger, Lookup};
 use super::{SaleItem, Stock, MAX_ID_LEN};
 use std::collections::HashSet;
 
@@ -160,8 +160,8 @@ impl SaleItem {
                 }
             }
             for (user, units) in records {
-                let buyer = self.buyer_for_load(user)?;
-                self.ledger.set_units(buyer, units);
+                let mut buyer = self.buyer_for_load(user)?;
+                self.ledger.set_units(&mut buyer, units);
             }
         } else {
             let mut records = Vec::with_capacity(count);
@@ -193,7 +193,7 @@ impl SaleItem {
                     return Err(DecodeError("duplicate request id"));
                 };
                 self.ledger
-                    .add_request(hash, id, buyer, qty, reply)
+                    .add_request(hash, id, &buyer, qty, reply)
                     .map_err(|_| DecodeError("item too large"))?;
                 if refunded {
                     if let Lookup::Found(handle) = self.ledger.find_request(id) {
@@ -213,7 +213,7 @@ impl SaleItem {
 
     /// The buyer number of `user`, added holding nothing if new: requests
     /// may name a user whose units were all refunded.
-    fn buyer_for_load(&mut self, user: &[u8]) -> Result<u32, DecodeError> {
+    fn buyer_for_load(&mut self, user: &[u8]) -> Result<Buyer, DecodeError> {
         match self.ledger.find_buyer(user) {
             Lookup::Found(buyer) => Ok(buyer),
             Lookup::Missing(hash) => self

@@ -119,14 +119,14 @@ fn take_varint(input: &mut &[u8]) -> u64 {
     value
 }
 
-/// A hash index of 4-byte handles, split into `SHARDS` tables once large.
+/// A hash index, split into `SHARDS` tables once large.
 #[derive(Clone)]
-struct Index {
-    shards: Vec<HashTable<u32>>,
+struct Index<T> {
+    shards: Vec<HashTable<T>>,
     len: usize,
 }
 
-impl Default for Index {
+impl<T> Default for Index<T> {
     fn default() -> Self {
         Index {
             shards: vec![HashTable::new()],
@@ -135,7 +135,7 @@ impl Default for Index {
     }
 }
 
-impl Index {
+impl<T: Copy> Index<T> {
     fn shard(&self, hash: u64) -> usize {
         // Bits that hashbrown uses neither for the bucket nor for the tag.
         if self.shards.len() == 1 {
@@ -145,43 +145,70 @@ impl Index {
         }
     }
 
-    fn find(&self, hash: u64, mut matches: impl FnMut(u32) -> bool) -> Option<u32> {
+    fn find(&self, hash: u64, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
         self.shards
             .get(self.shard(hash))?
-            .find(hash, |handle| matches(*handle))
+            .find(hash, |entry| matches(entry))
             .copied()
     }
 
-    fn insert(&mut self, hash: u64, handle: u32, rehash: impl Fn(u32) -> u64) {
+    fn find_mut(&mut self, hash: u64, mut matches: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let shard = self.shard(hash);
+        self.shards
+            .get_mut(shard)?
+            .find_mut(hash, |entry| matches(entry))
+    }
+
+    fn insert(&mut self, hash: u64, entry: T, rehash: impl Fn(&T) -> u64) {
         if self.shards.len() == 1 && self.len >= SPLIT_AT {
-            let entries: Vec<u32> = self.shards.iter().flat_map(|t| t.iter().copied()).collect();
+            let entries: Vec<T> = self.iter().collect();
             self.shards = (0..SHARDS).map(|_| HashTable::new()).collect();
             for entry in entries {
-                let entry_hash = rehash(entry);
+                let entry_hash = rehash(&entry);
                 let shard = self.shard(entry_hash);
                 if let Some(table) = self.shards.get_mut(shard) {
-                    table.insert_unique(entry_hash, entry, |h| rehash(*h));
+                    table.insert_unique(entry_hash, entry, &rehash);
                 }
             }
         }
         let shard = self.shard(hash);
         if let Some(table) = self.shards.get_mut(shard) {
-            table.insert_unique(hash, handle, |h| rehash(*h));
+            table.insert_unique(hash, entry, rehash);
             self.len += 1;
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    fn iter(&self) -> impl Iterator<Item = T> + '_ {
         self.shards.iter().flat_map(|table| table.iter().copied())
     }
 
     fn allocated(&self) -> usize {
-        self.shards.capacity() * std::mem::size_of::<HashTable<u32>>()
+        self.shards.capacity() * std::mem::size_of::<HashTable<T>>()
             + self
                 .shards
                 .iter()
                 .map(HashTable::allocation_size)
                 .sum::<usize>()
+    }
+}
+
+/// A buyer as the index stores it: the arena handle of its name and the
+/// units it holds, split in halves so that the entry takes 12 bytes.
+#[derive(Clone, Copy)]
+struct BuyerEntry {
+    name: u32,
+    units_low: u32,
+    units_high: u32,
+}
+
+impl BuyerEntry {
+    fn units(&self) -> i64 {
+        ((u64::from(self.units_high) << 32) | u64::from(self.units_low)) as i64
+    }
+
+    fn set_units(&mut self, units: i64) {
+        self.units_low = units as u64 as u32;
+        self.units_high = ((units as u64) >> 32) as u32;
     }
 }
 
@@ -196,109 +223,127 @@ pub struct RequestView<'a> {
 }
 
 /// Where a lookup found a record, or the hash to insert one with.
-pub enum Lookup {
-    Found(u32),
+pub enum Lookup<T> {
+    Found(T),
     Missing(u64),
+}
+
+/// A buyer found by `find_buyer`: what `set_units` needs to find it again
+/// without hashing its name twice.
+#[derive(Clone, Copy)]
+pub struct Buyer {
+    hash: u64,
+    name: u32,
+    pub units: i64,
 }
 
 #[derive(Clone, Default)]
 pub struct Ledger {
     hasher: DefaultHashBuilder,
     arena: Arena,
-    /// Arena handle of each buyer's name, by buyer number.
-    buyer_names: Vec<u32>,
-    /// Units each buyer holds now, by buyer number.
-    buyer_units: Vec<i64>,
-    /// Buyer numbers, by name.
-    buyers: Index,
+    /// Buyers and their units, by name.
+    buyers: Index<BuyerEntry>,
     /// Arena handles of request records, by id.
-    requests: Index,
+    requests: Index<u32>,
     /// Buyers holding at least one unit.
     holders: usize,
 }
 
 impl Ledger {
-    fn name(&self, buyer: u32) -> &[u8] {
-        let handle = self.buyer_names.get(buyer as usize).copied();
-        handle.map_or(&[], |handle| leading_id(self.arena.record(handle)))
+    fn id_at(&self, handle: u32) -> &[u8] {
+        leading_id(self.arena.record(handle))
     }
 
-    pub fn find_buyer(&self, user: &[u8]) -> Lookup {
+    pub fn find_buyer(&self, user: &[u8]) -> Lookup<Buyer> {
         let hash = self.hasher.hash_one(user);
-        match self.buyers.find(hash, |buyer| self.name(buyer) == user) {
-            Some(buyer) => Lookup::Found(buyer),
+        match self
+            .buyers
+            .find(hash, |entry| self.id_at(entry.name) == user)
+        {
+            Some(entry) => Lookup::Found(Buyer {
+                hash,
+                name: entry.name,
+                units: entry.units(),
+            }),
             None => Lookup::Missing(hash),
         }
     }
 
-    pub fn units(&self, buyer: u32) -> i64 {
-        self.buyer_units.get(buyer as usize).copied().unwrap_or(0)
+    /// The units `user` holds, 0 if none.
+    pub fn units_of(&self, user: &[u8]) -> i64 {
+        match self.find_buyer(user) {
+            Lookup::Found(buyer) => buyer.units,
+            Lookup::Missing(_) => 0,
+        }
     }
 
-    pub fn set_units(&mut self, buyer: u32, units: i64) {
-        if let Some(held) = self.buyer_units.get_mut(buyer as usize) {
-            match (*held > 0, units > 0) {
+    pub fn set_units(&mut self, buyer: &mut Buyer, units: i64) {
+        let name = buyer.name;
+        if let Some(entry) = self.buyers.find_mut(buyer.hash, |entry| entry.name == name) {
+            match (entry.units() > 0, units > 0) {
                 (false, true) => self.holders += 1,
                 (true, false) => self.holders -= 1,
                 _ => {}
             }
-            *held = units;
+            entry.set_units(units);
+            buyer.units = units;
         }
     }
 
     /// Adds a buyer holding nothing yet; `hash` comes from `find_buyer`.
-    pub fn add_buyer(&mut self, hash: u64, user: &[u8]) -> Result<u32, Full> {
-        let buyer = u32::try_from(self.buyer_names.len()).map_err(|_| Full)?;
-        let handle = self.arena.push(&[&[user.len() as u8], user])?;
-        self.buyer_names.push(handle);
-        self.buyer_units.push(0);
-        let (hasher, arena, names) = (&self.hasher, &self.arena, &self.buyer_names);
-        self.buyers.insert(hash, buyer, |buyer| {
-            let handle = names.get(buyer as usize).copied().unwrap_or(0);
-            hasher.hash_one(leading_id(arena.record(handle)))
+    pub fn add_buyer(&mut self, hash: u64, user: &[u8]) -> Result<Buyer, Full> {
+        let name = self.arena.push(&[&[user.len() as u8], user])?;
+        let entry = BuyerEntry {
+            name,
+            units_low: 0,
+            units_high: 0,
+        };
+        let (hasher, arena) = (&self.hasher, &self.arena);
+        self.buyers.insert(hash, entry, |entry| {
+            hasher.hash_one(leading_id(arena.record(entry.name)))
         });
-        Ok(buyer)
+        Ok(Buyer {
+            hash,
+            name,
+            units: 0,
+        })
     }
 
-    pub fn find_request(&self, id: &[u8]) -> Lookup {
+    pub fn find_request(&self, id: &[u8]) -> Lookup<u32> {
         let hash = self.hasher.hash_one(id);
-        match self
-            .requests
-            .find(hash, |handle| leading_id(self.arena.record(handle)) == id)
-        {
+        match self.requests.find(hash, |handle| self.id_at(*handle) == id) {
             Some(handle) => Lookup::Found(handle),
             None => Lookup::Missing(hash),
         }
     }
 
-    /// The buyer number and details of the request at `handle`.
-    pub fn request(&self, handle: u32) -> (u32, RequestView<'_>) {
+    /// The details of the request at `handle`.
+    pub fn request(&self, handle: u32) -> RequestView<'_> {
         let record = self.arena.record(handle);
         let id_len = leading_id(record).len();
         let mut rest = record.get(1 + id_len..).unwrap_or(&[]);
         let refunded = rest.first().is_some_and(|flag| *flag != 0);
-        let buyer = rest
+        let user = rest
             .get(1..5)
             .and_then(|bytes| bytes.try_into().ok())
             .map_or(0, u32::from_le_bytes);
         rest = rest.get(5..).unwrap_or(&[]);
         let qty = take_varint(&mut rest) as i64;
         let reply = take_varint(&mut rest) as i64;
-        let view = RequestView {
-            user: self.name(buyer),
+        RequestView {
+            user: self.id_at(user),
             qty,
             reply,
             refunded,
-        };
-        (buyer, view)
+        }
     }
 
-    /// Records a purchase; `hash` comes from `find_request`.
+    /// Records a purchase by `buyer`; `hash` comes from `find_request`.
     pub fn add_request(
         &mut self,
         hash: u64,
         id: &[u8],
-        buyer: u32,
+        buyer: &Buyer,
         qty: i64,
         reply: i64,
     ) -> Result<(), Full> {
@@ -307,13 +352,13 @@ impl Ledger {
             &[id.len() as u8],
             id,
             &[0],
-            &buyer.to_le_bytes(),
+            &buyer.name.to_le_bytes(),
             put_varint(&mut qty_bytes, qty as u64),
             put_varint(&mut reply_bytes, reply as u64),
         ])?;
         let (hasher, arena) = (&self.hasher, &self.arena);
         self.requests.insert(hash, handle, |handle| {
-            hasher.hash_one(leading_id(arena.record(handle)))
+            hasher.hash_one(leading_id(arena.record(*handle)))
         });
         Ok(())
     }
@@ -328,16 +373,16 @@ impl Ledger {
 
     /// Buyers holding at least one unit, with their units.
     pub fn holders(&self) -> impl Iterator<Item = (&[u8], i64)> {
-        (0..self.buyer_names.len() as u32)
-            .map(|buyer| (self.name(buyer), self.units(buyer)))
-            .filter(|(_, units)| *units > 0)
+        self.buyers
+            .iter()
+            .filter(|entry| entry.units() > 0)
+            .map(|entry| (self.id_at(entry.name), entry.units()))
     }
 
     pub fn requests(&self) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
-        self.requests.iter().map(|handle| {
-            let id = leading_id(self.arena.record(handle));
-            (id, self.request(handle).1)
-        })
+        self.requests
+            .iter()
+            .map(|handle| (self.id_at(handle), self.request(handle)))
     }
 
     pub fn holder_count(&self) -> usize {
@@ -349,14 +394,10 @@ impl Ledger {
     }
 
     pub fn buyer_count(&self) -> usize {
-        self.buyer_names.len()
+        self.buyers.len
     }
 
     pub fn memory_usage(&self) -> usize {
-        self.arena.allocated()
-            + self.buyer_names.capacity() * std::mem::size_of::<u32>()
-            + self.buyer_units.capacity() * std::mem::size_of::<i64>()
-            + self.buyers.allocated()
-            + self.requests.allocated()
+        self.arena.allocated() + self.buyers.allocated() + self.requests.allocated()
     }
 }

@@ -314,8 +314,8 @@ fn operations_on_inconsistent_counters_do_not_panic() {
     item.refunded = 0;
     // The user's units vanished (a damaged item): the refund still returns
     // the stock and leaves the user at zero rather than below.
-    if let ledger::Lookup::Found(buyer) = item.ledger.find_buyer(b"alice") {
-        item.ledger.set_units(buyer, 0);
+    if let ledger::Lookup::Found(mut buyer) = item.ledger.find_buyer(b"alice") {
+        item.ledger.set_units(&mut buyer, 0);
     }
     assert_eq!(item.refund(b"r1"), Ok(1));
     assert_eq!(item.bought(b"alice"), 0);
