@@ -71,13 +71,20 @@ pub struct Command {
     /// The INFO commandstats entry that carries its server cost.
     pub stat: &'static str,
     pub args: Vec<String>,
+    /// `__rand_int__` in `args` becomes a random number below this.
+    pub keyspace: usize,
 }
+
+/// Random request ids come from a range this large, so that a run of a
+/// million calls repeats almost none.
+const REQUEST_ID_SPACE: usize = 2_000_000_000;
 
 fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
     Command {
         name,
         stat,
         args: args.iter().map(|arg| arg.to_string()).collect(),
+        keyspace: 0,
     }
 }
 
@@ -88,7 +95,8 @@ pub const SEED1: &str = "Lua, seed 1 (EVALSHA)";
 pub const SEED2: &str = "Lua, seed 2 (EVALSHA)";
 pub const FUNCTION: &str = "Function (FCALL)";
 pub const WATCH: &str = "WATCH/MULTI/EXEC";
-pub const POSTGRES: &str = "PostgreSQL UPDATE";
+pub const POSTGRES: &str = "PostgreSQL UPDATE, memory speed";
+pub const POSTGRES_DURABLE: &str = "PostgreSQL UPDATE, durable";
 pub const GET: &str = "GET (reference)";
 pub const DECRBY: &str = "DECRBY (reference)";
 
@@ -99,6 +107,7 @@ pub fn single_commands(
     scripts: &Scripts,
     prefix: &str,
     stock: i64,
+    users: usize,
 ) -> Vec<Command> {
     let stock = stock.to_string();
     let key = |name: &str| format!("{prefix}:{name}");
@@ -123,7 +132,7 @@ pub fn single_commands(
     ok::<String>(con, &["SET", "ref:counter", "1000000000000000"]);
     let user = "user:__rand_int__";
     let limit = "1000000000";
-    vec![
+    let mut commands = vec![
         command(GET, "get", &["GET", "ref:string"]),
         command(DECRBY, "decrby", &["DECRBY", "ref:counter", "1"]),
         command(
@@ -177,7 +186,15 @@ pub fn single_commands(
                 limit,
             ],
         ),
-    ]
+    ];
+    for command in &mut commands {
+        command.keyspace = if command.name == MODULE_ID {
+            REQUEST_ID_SPACE
+        } else {
+            users
+        };
+    }
+    commands
 }
 
 /// Optimistic locking from the client, what many people try first: watch

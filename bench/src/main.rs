@@ -7,8 +7,8 @@ mod postgres;
 mod report;
 
 use contenders::{
-    load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, MODULE, POSTGRES, SEED1,
-    SEED2, WATCH,
+    load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, MODULE, POSTGRES,
+    POSTGRES_DURABLE, SEED1, SEED2, WATCH,
 };
 use load::{closed_loop, redis_benchmark, Throughput};
 use postgres::Postgres;
@@ -42,7 +42,7 @@ impl Plan {
             plain_requests: 200_000 / scale,
             pipelined_requests: 1_000_000 / scale,
             watch_calls: 50_000 / scale,
-            keyspace: 10_000_000,
+            keyspace: 100_000,
             repeats: if quick { 1 } else { 3 },
             pg_seconds: if quick { 2 } else { 5 },
             sale_stock: 1_000,
@@ -101,7 +101,7 @@ fn deduct_path(
         ("success", 1_000_000_000_000_000, DECRBY)
     };
     let mut rows = Vec::new();
-    for command in single_commands(con, &scripts, prefix, stock) {
+    for command in single_commands(con, &scripts, prefix, stock, plan.keyspace) {
         if sold_out && command.name == DECRBY {
             continue;
         }
@@ -121,7 +121,7 @@ fn deduct_path(
                 plan.clients,
                 plan.plain_requests,
                 1,
-                plan.keyspace,
+                command.keyspace,
                 &command.args,
             ));
             pipelined.push(redis_benchmark(
@@ -129,7 +129,7 @@ fn deduct_path(
                 plan.clients,
                 plan.pipelined_requests,
                 16,
-                plan.keyspace,
+                command.keyspace,
                 &command.args,
             ));
             usec.push(command_stat(con, command.stat, "usec_per_call").unwrap_or(f64::NAN));
@@ -176,6 +176,7 @@ fn deduct_path(
             "DROP TABLE IF EXISTS stock; CREATE TABLE stock (id int PRIMARY KEY, count bigint); \
              INSERT INTO stock VALUES (1, {stock});"
         ));
+        pg.set_durable_commits(false);
         let tps = pg.pgbench(
             "UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0;\n",
             plan.clients,
@@ -332,57 +333,79 @@ fn flash_sale(
     }
 
     if let Some(pg) = postgres {
-        let per_client = attempts.len() / plan.clients;
-        println!(
-            "  {POSTGRES:<28} {stock} units, {} clicks from {} clients",
-            per_client * plan.clients,
-            plan.clients
-        );
-        pg.sql(&format!(
-            "DROP TABLE IF EXISTS stock; DROP TABLE IF EXISTS sold; \
-             CREATE TABLE stock (id int PRIMARY KEY, count bigint); \
-             CREATE TABLE sold (user_id int, at timestamptz); \
-             INSERT INTO stock VALUES (1, {stock});"
-        ));
-        let started = pg.sql("SELECT extract(epoch from clock_timestamp())");
-        let script = format!(
-            "\\set uid random(1, {})\n\
-             WITH taken AS (UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0 RETURNING id) \
-             INSERT INTO sold SELECT :uid, clock_timestamp() FROM taken;\n",
-            plan.sale_users
-        );
-        let throughput = pg.pgbench(&script, plan.clients, 0, Some(per_client));
-        let sold: i64 = pg
-            .sql("SELECT count(*) FROM sold")
-            .trim()
-            .parse()
-            .unwrap_or(-1);
-        let left: i64 = pg
-            .sql("SELECT count FROM stock")
-            .trim()
-            .parse()
-            .unwrap_or(-1);
-        let last_sale: f64 = pg
-            .sql("SELECT extract(epoch from max(at)) FROM sold")
-            .trim()
-            .parse()
-            .unwrap_or(f64::NAN);
-        let started: f64 = started.trim().parse().unwrap_or(f64::NAN);
-        let mut problems = Vec::new();
-        if sold != stock || left != 0 {
-            problems.push(format!("sold {sold} of {stock}, {left} left"));
+        for (contender, durable) in [(POSTGRES_DURABLE, true), (POSTGRES, false)] {
+            rows.push(postgres_flash_sale(
+                pg,
+                plan,
+                contender,
+                durable,
+                attempts.len(),
+            ));
         }
-        rows.push(FlashSaleRow {
-            contender: POSTGRES,
-            sold,
-            sold_out_after: std::time::Duration::try_from_secs_f64(last_sale - started).ok(),
-            throughput,
-            limit_enforced: false,
-            problems,
-        });
     }
     ok::<String>(con, &["FLUSHALL"]);
     rows
+}
+
+/// The seeds' SQL under the same sale: one hot row, and each sale recorded
+/// with its time so that the sell-out moment can be read back.
+fn postgres_flash_sale(
+    pg: &Postgres,
+    plan: &Plan,
+    contender: &'static str,
+    durable: bool,
+    clicks: usize,
+) -> FlashSaleRow {
+    let stock = plan.sale_stock;
+    let per_client = clicks / plan.clients;
+    println!(
+        "  {contender:<28} {stock} units, {} clicks from {} clients",
+        per_client * plan.clients,
+        plan.clients
+    );
+    pg.set_durable_commits(durable);
+    pg.sql(&format!(
+        "DROP TABLE IF EXISTS stock; DROP TABLE IF EXISTS sold; \
+         CREATE TABLE stock (id int PRIMARY KEY, count bigint); \
+         CREATE TABLE sold (user_id int, at timestamptz); \
+         INSERT INTO stock VALUES (1, {stock});"
+    ));
+    let started = pg.sql("SELECT extract(epoch from clock_timestamp())");
+    let script = format!(
+        "\\set uid random(1, {})\n\
+         WITH taken AS (UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0 RETURNING id) \
+         INSERT INTO sold SELECT :uid, clock_timestamp() FROM taken;\n",
+        plan.sale_users
+    );
+    let throughput = pg.pgbench(&script, plan.clients, 0, Some(per_client));
+    let sold: i64 = pg
+        .sql("SELECT count(*) FROM sold")
+        .trim()
+        .parse()
+        .unwrap_or(-1);
+    let left: i64 = pg
+        .sql("SELECT count FROM stock")
+        .trim()
+        .parse()
+        .unwrap_or(-1);
+    let last_sale: f64 = pg
+        .sql("SELECT extract(epoch from max(at)) FROM sold")
+        .trim()
+        .parse()
+        .unwrap_or(f64::NAN);
+    let started: f64 = started.trim().parse().unwrap_or(f64::NAN);
+    let mut problems = Vec::new();
+    if sold != stock || left != 0 {
+        problems.push(format!("sold {sold} of {stock}, {left} left"));
+    }
+    FlashSaleRow {
+        contender,
+        sold,
+        sold_out_after: std::time::Duration::try_from_secs_f64(last_sale - started).ok(),
+        throughput,
+        limit_enforced: false,
+        problems,
+    }
 }
 
 fn used_memory(con: &mut Connection) -> f64 {

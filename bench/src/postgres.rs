@@ -85,9 +85,10 @@ impl Postgres {
                 .arg(&data)
                 .output(),
         );
+        // Debian's defaults otherwise: fsync and synchronous commits on.
         let options = format!(
             "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
-             -c max_connections=200 -c synchronous_commit=off -c fsync=off",
+             -c max_connections=200",
             postgres.dir.path().display()
         );
         checked(
@@ -131,6 +132,14 @@ impl Postgres {
             "bench",
         ]);
         command
+    }
+
+    /// Durable commits (the default) wait for the WAL to reach the disk;
+    /// without them PostgreSQL runs at memory speed, like Redis here.
+    pub fn set_durable_commits(&self, durable: bool) {
+        let setting = if durable { "on" } else { "off" };
+        self.sql(&format!("ALTER SYSTEM SET synchronous_commit = {setting}"));
+        self.sql("SELECT pg_reload_conf()");
     }
 
     pub fn sql(&self, sql: &str) -> String {
