@@ -9,6 +9,9 @@ command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
 # bindgen (used by the redis-module crate) needs libclang.
 dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
+if [ "${1:-}" = "--bench" ] && ! command -v valgrind >/dev/null 2>&1; then
+    missing="$missing valgrind"
+fi
 if [ "${1:-}" = "--bench" ] && ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then
     missing="$missing postgresql"
 fi

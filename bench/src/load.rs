@@ -2,6 +2,7 @@
 //! closed loop of client threads for anything that takes several round trips
 //! or needs every reply checked.
 
+use std::ops::Range;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,8 +63,9 @@ pub fn redis_benchmark(
 /// What a closed-loop run saw.
 pub struct LoopRun<T> {
     pub elapsed: Duration,
+    /// One per round trip: a single call, or a pipelined batch.
     pub latencies: Vec<Duration>,
-    /// Each call's result with the time it completed, from the start.
+    /// Each call's result with the time its round trip completed.
     pub results: Vec<(T, Duration)>,
 }
 
@@ -77,22 +79,31 @@ impl<T> LoopRun<T> {
                 .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
         };
         Throughput {
-            ops_per_sec: self.latencies.len() as f64 / self.elapsed.as_secs_f64(),
+            ops_per_sec: self.results.len() as f64 / self.elapsed.as_secs_f64(),
             p50_ms: quantile(0.50),
             p99_ms: quantile(0.99),
         }
     }
 }
 
-/// Runs `calls` calls of `call(connection, index)` from `clients` threads,
-/// each with its own connection, taking indexes in order until none is left.
-pub fn closed_loop<T, F>(url: &str, clients: usize, calls: usize, call: F) -> LoopRun<T>
+/// Runs calls `0..calls` from `clients` threads, each with its own
+/// connection. A thread takes the next `batch` indexes and hands them to
+/// `call` for one round trip (a pipeline when `batch` > 1), until none are
+/// left.
+pub fn closed_loop<T, F>(
+    url: &str,
+    clients: usize,
+    calls: usize,
+    batch: usize,
+    call: F,
+) -> LoopRun<T>
 where
     T: Send + 'static,
-    F: Fn(&mut redis::Connection, usize) -> T + Send + Sync + 'static,
+    F: Fn(&mut redis::Connection, Range<usize>) -> Vec<T> + Send + Sync + 'static,
 {
     let call = Arc::new(call);
     let next = Arc::new(AtomicUsize::new(0));
+    let batch = batch.max(1);
     let connections: Vec<_> = (0..clients)
         .map(|_| {
             redis::Client::open(url)
@@ -110,15 +121,15 @@ where
                 let mut latencies = Vec::new();
                 let mut results = Vec::new();
                 loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= calls {
+                    let first = next.fetch_add(batch, Ordering::Relaxed);
+                    if first >= calls {
                         return (latencies, results);
                     }
                     let sent = Instant::now();
-                    let result = call(&mut con, index);
+                    let replies = call(&mut con, first..(first + batch).min(calls));
                     let done = Instant::now();
                     latencies.push(done - sent);
-                    results.push((result, done - start));
+                    results.extend(replies.into_iter().map(|reply| (reply, done - start)));
                 }
             })
         })

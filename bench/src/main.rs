@@ -2,10 +2,12 @@
 //! on the same machine in the same run, written to BENCHMARKS.md and a chart.
 
 mod contenders;
+mod instructions;
 mod load;
 mod postgres;
 mod report;
 
+use contenders::Scripts;
 use contenders::{
     load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, MODULE, POSTGRES,
     POSTGRES_DURABLE, SEED1, SEED2, WATCH,
@@ -16,6 +18,7 @@ use redis::Connection;
 use report::{FlashSaleRow, Measurement, Memory, PathReport, Report};
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Sizes of one run; `SECKILL_BENCH_QUICK=1` shrinks them for a smoke run.
@@ -41,7 +44,7 @@ impl Plan {
             clients: 50,
             plain_requests: 200_000 / scale,
             pipelined_requests: 1_000_000 / scale,
-            watch_calls: 50_000 / scale,
+            watch_calls: 20_000 / scale,
             keyspace: 100_000,
             repeats: if quick { 1 } else { 3 },
             pg_seconds: if quick { 2 } else { 5 },
@@ -158,7 +161,12 @@ fn deduct_path(
         &server.url(),
         plan.clients,
         plan.watch_calls,
-        move |con, i| watch_deduct(con, &watch_prefix, &pseudo_user(i, keyspace), 1_000_000_000),
+        1,
+        move |con, calls| {
+            calls
+                .map(|i| watch_deduct(con, &watch_prefix, &pseudo_user(i, keyspace), 1_000_000_000))
+                .collect()
+        },
     );
     rows.push(Measurement {
         contender: WATCH,
@@ -208,130 +216,192 @@ fn sale_attempts(plan: &Plan) -> Vec<String> {
     attempts
 }
 
+/// One click of `user` (attempt `index`) as a single command, for the
+/// contenders that are one.
+fn sale_command(contender: &str, scripts: &Scripts, user: &str, index: usize) -> redis::Cmd {
+    let mut command;
+    match contender {
+        MODULE => {
+            command = redis::cmd("SECKILL.DEDUCT");
+            command
+                .arg("sale:item")
+                .arg(user)
+                .arg(1)
+                .arg("ID")
+                .arg(format!("req:{index}"));
+        }
+        SEED1 => {
+            command = redis::cmd("EVALSHA");
+            command
+                .arg(&scripts.seed1)
+                .arg(2)
+                .arg("sale:stock")
+                .arg("sale:bought")
+                .arg(user)
+                .arg(1);
+        }
+        SEED2 => {
+            command = redis::cmd("EVALSHA");
+            command.arg(&scripts.seed2).arg(1).arg("sale:stock").arg(1);
+        }
+        _ => {
+            command = redis::cmd("FCALL");
+            command
+                .arg("seckill_deduct")
+                .arg(2)
+                .arg("sale:stock")
+                .arg("sale:bought")
+                .arg(user)
+                .arg(1);
+        }
+    }
+    command
+}
+
+/// Whether a contender's reply means a unit was sold: seed 1, the function
+/// and WATCH answer 1, the module and seed 2 the stock left.
+fn is_sale(contender: &str, reply: i64) -> bool {
+    match contender {
+        MODULE | SEED2 => reply >= 0,
+        _ => reply == 1,
+    }
+}
+
+struct SaleRun {
+    throughput: Throughput,
+    sold: i64,
+    sold_out_after: Option<std::time::Duration>,
+    problems: Vec<String>,
+}
+
+/// Runs the whole sale once for `contender`, `batch` clicks per round trip,
+/// and checks the outcome.
+fn run_sale(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    scripts: &Arc<Scripts>,
+    attempts: &Arc<Vec<String>>,
+    contender: &'static str,
+    batch: usize,
+) -> SaleRun {
+    let stock = plan.sale_stock;
+    ok::<String>(con, &["FLUSHALL"]);
+    let stock_arg = stock.to_string();
+    match contender {
+        MODULE => {
+            ok::<i64>(
+                con,
+                &["SECKILL.INIT", "sale:item", &stock_arg, "LIMIT", "1"],
+            );
+        }
+        WATCH => {
+            ok::<String>(con, &["SET", "sale:watch:stock", &stock_arg]);
+        }
+        _ => {
+            ok::<String>(con, &["SET", "sale:stock", &stock_arg]);
+        }
+    }
+    let (users, scripts) = (Arc::clone(attempts), Arc::clone(scripts));
+    let run = closed_loop(
+        &server.url(),
+        plan.clients,
+        attempts.len(),
+        batch,
+        move |con, clicks| {
+            if contender == WATCH {
+                return clicks
+                    .map(|i| (i, is_sale(WATCH, watch_deduct(con, "sale", &users[i], 1))))
+                    .collect();
+            }
+            let replies: Vec<i64> = if clicks.len() == 1 {
+                let i = clicks.start;
+                vec![sale_command(contender, &scripts, &users[i], i)
+                    .query(con)
+                    .expect("sale click")]
+            } else {
+                let mut pipe = redis::pipe();
+                for i in clicks.clone() {
+                    pipe.add_command(sale_command(contender, &scripts, &users[i], i));
+                }
+                pipe.query(con).expect("sale round trip")
+            };
+            clicks
+                .zip(replies)
+                .map(|(i, reply)| (i, is_sale(contender, reply)))
+                .collect()
+        },
+    );
+    let sales: Vec<_> = run.results.iter().filter(|((_, sale), _)| *sale).collect();
+    let buyers: HashSet<&str> = sales
+        .iter()
+        .map(|((i, _), _)| attempts[*i].as_str())
+        .collect();
+    let left: i64 = match contender {
+        MODULE => ok(con, &["SECKILL.GET", "sale:item"]),
+        WATCH => ok(con, &["GET", "sale:watch:stock"]),
+        _ => ok(con, &["GET", "sale:stock"]),
+    };
+    let sold = sales.len() as i64;
+    let mut problems = Vec::new();
+    if sold != stock || left != 0 {
+        problems.push(format!("sold {sold} of {stock}, {left} left"));
+    }
+    if contender != SEED2 && buyers.len() != sales.len() {
+        problems.push(format!("{} users bought twice", sales.len() - buyers.len()));
+    }
+    if contender == MODULE {
+        let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "sale:item"]);
+        let recorded = info.get("sold").copied().unwrap_or(-1);
+        if recorded != stock {
+            problems.push(format!("INFO says {recorded} sold"));
+        }
+    }
+    SaleRun {
+        throughput: run.throughput(),
+        sold,
+        sold_out_after: sales.iter().map(|(_, at)| *at).max(),
+        problems,
+    }
+}
+
 /// The flash sale: a small stock, many distinct users with limit 1, all
-/// clients racing until every user has clicked.
+/// clients racing until every user has clicked; once one click per round
+/// trip, once with 16 in flight per client, as an app server multiplexing
+/// its users over a few connections would.
 fn flash_sale(
     server: &Server,
     con: &mut Connection,
     plan: &Plan,
     postgres: Option<&Postgres>,
 ) -> Vec<FlashSaleRow> {
-    let scripts = load_scripts(con);
-    let attempts = std::sync::Arc::new(sale_attempts(plan));
-    let stock = plan.sale_stock;
+    let scripts = Arc::new(load_scripts(con));
+    let attempts = Arc::new(sale_attempts(plan));
     let mut rows = Vec::new();
     for contender in [MODULE, SEED1, SEED2, FUNCTION, WATCH] {
         println!(
             "  {contender:<28} {} units, {} clicks from {} clients",
-            stock,
+            plan.sale_stock,
             attempts.len(),
             plan.clients
         );
-        ok::<String>(con, &["FLUSHALL"]);
-        let stock_arg = stock.to_string();
-        match contender {
-            MODULE => {
-                ok::<i64>(
-                    con,
-                    &["SECKILL.INIT", "sale:item", &stock_arg, "LIMIT", "1"],
-                );
-            }
-            WATCH => {
-                ok::<String>(con, &["SET", "sale:watch:stock", &stock_arg]);
-            }
-            _ => {
-                ok::<String>(con, &["SET", "sale:stock", &stock_arg]);
-            }
-        }
-        let (seed1, seed2) = (scripts.seed1.clone(), scripts.seed2.clone());
-        let users = std::sync::Arc::clone(&attempts);
-        let run = closed_loop(
-            &server.url(),
-            plan.clients,
-            attempts.len(),
-            move |con, i| {
-                let user = &users[i];
-                let reply: i64 = match contender {
-                    MODULE => {
-                        let id = format!("req:{i}");
-                        ok(con, &["SECKILL.DEDUCT", "sale:item", user, "1", "ID", &id])
-                    }
-                    SEED1 => ok(
-                        con,
-                        &[
-                            "EVALSHA",
-                            &seed1,
-                            "2",
-                            "sale:stock",
-                            "sale:bought",
-                            user,
-                            "1",
-                        ],
-                    ),
-                    SEED2 => ok(con, &["EVALSHA", &seed2, "1", "sale:stock", "1"]),
-                    FUNCTION => ok(
-                        con,
-                        &[
-                            "FCALL",
-                            "seckill_deduct",
-                            "2",
-                            "sale:stock",
-                            "sale:bought",
-                            user,
-                            "1",
-                        ],
-                    ),
-                    _ => watch_deduct(con, "sale", user, 1),
-                };
-                // seed 1, the function and WATCH answer 1; the others the stock left.
-                let bought = match contender {
-                    MODULE | SEED2 => reply >= 0,
-                    _ => reply == 1,
-                };
-                (i, bought)
-            },
-        );
-        let sales: Vec<_> = run
-            .results
-            .iter()
-            .filter(|((_, bought), _)| *bought)
-            .collect();
-        let buyers: HashSet<&str> = sales
-            .iter()
-            .map(|((i, _), _)| attempts[*i].as_str())
-            .collect();
-        let left: i64 = match contender {
-            MODULE => ok(con, &["SECKILL.GET", "sale:item"]),
-            WATCH => ok(con, &["GET", "sale:watch:stock"]),
-            _ => ok(con, &["GET", "sale:stock"]),
-        };
-        let sold = sales.len() as i64;
-        let mut problems = Vec::new();
-        if sold != stock || left != 0 {
-            problems.push(format!("sold {sold} of {stock}, {left} left"));
-        }
-        let enforces_limit = contender != SEED2;
-        if enforces_limit && buyers.len() != sales.len() {
-            problems.push(format!("{} users bought twice", sales.len() - buyers.len()));
-        }
-        if contender == MODULE {
-            let info: std::collections::HashMap<String, i64> =
-                ok(con, &["SECKILL.INFO", "sale:item"]);
-            let recorded = info.get("sold").copied().unwrap_or(-1);
-            if recorded != stock {
-                problems.push(format!("INFO says {recorded} sold"));
-            }
+        let plain = run_sale(server, con, plan, &scripts, &attempts, contender, 1);
+        let pipelined = (contender != WATCH)
+            .then(|| run_sale(server, con, plan, &scripts, &attempts, contender, 16));
+        let mut problems = plain.problems;
+        if let Some(run) = &pipelined {
+            problems.extend(run.problems.iter().map(|p| format!("{p} (pipelined)")));
         }
         rows.push(FlashSaleRow {
             contender,
-            sold,
-            sold_out_after: sales.iter().map(|(_, at)| *at).max(),
-            throughput: run.throughput(),
-            limit_enforced: enforces_limit,
+            sold: plain.sold,
+            sold_out_after: plain.sold_out_after,
+            throughput: plain.throughput,
+            pipelined: pipelined.map(|run| run.throughput),
+            limit_enforced: contender != SEED2,
             problems,
         });
     }
-
     if let Some(pg) = postgres {
         for (contender, durable) in [(POSTGRES_DURABLE, true), (POSTGRES, false)] {
             rows.push(postgres_flash_sale(
@@ -403,6 +473,7 @@ fn postgres_flash_sale(
         sold,
         sold_out_after: std::time::Duration::try_from_secs_f64(last_sale - started).ok(),
         throughput,
+        pipelined: None,
         limit_enforced: false,
         problems,
     }
@@ -492,6 +563,8 @@ fn main() {
     let flash = flash_sale(&server, &mut con, &plan, postgres.as_ref());
     println!("(d) memory");
     let memory = memory(&mut con, &plan);
+    println!("(e) instructions per call (callgrind)");
+    let instructions = instructions::measure();
 
     let report = Report {
         redis_version: version,
@@ -507,6 +580,7 @@ fn main() {
         sold_out,
         flash,
         memory,
+        instructions,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

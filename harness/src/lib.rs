@@ -16,11 +16,13 @@ use tempfile::TempDir;
 
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
-fn server_binary() -> String {
+/// The server binary: `SECKILL_SERVER`, or `redis-server`.
+pub fn server_binary() -> String {
     std::env::var("SECKILL_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
 }
 
-fn module_path() -> PathBuf {
+/// The module to load: `SECKILL_MODULE`, or the release build.
+pub fn module_path() -> PathBuf {
     let path = std::env::var_os("SECKILL_MODULE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -34,7 +36,8 @@ fn module_path() -> PathBuf {
     path
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now (never 6379).
+pub fn free_port() -> u16 {
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())

@@ -1,0 +1,239 @@
+//! Instructions per call, counted by valgrind's callgrind inside Redis's
+//! `call()`: the same work `usec_per_call` times, but repeatable to the
+//! instruction on a noisy shared machine. Memory stalls do not show here;
+//! wall-clock figures carry those.
+
+use crate::contenders::{load_scripts, DECRBY, GET, MODULE, MODULE_ID, SEED1};
+use redis::Connection;
+use seckill_harness::{free_port, module_path, ok, server_binary};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CALLS: usize = 20_000;
+const USERS: usize = 100_000;
+
+pub struct Count {
+    pub contender: &'static str,
+    pub path: &'static str,
+    pub instructions: f64,
+}
+
+struct Valgrind {
+    child: Child,
+}
+
+impl Drop for Valgrind {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn connect(port: u16) -> Option<Connection> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|client| client.get_connection());
+        if let Ok(mut con) = con {
+            if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                return Some(con);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+fn send(con: &mut Connection, calls: impl Iterator<Item = redis::Cmd>) {
+    let calls: Vec<_> = calls.collect();
+    for batch in calls.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for call in batch {
+            pipe.add_command(call.clone()).ignore();
+        }
+        // Replies such as "sold out" are fine; only the count matters.
+        let _: redis::RedisResult<()> = pipe.query(con);
+    }
+}
+
+/// Instructions executed inside `call()` per command while `calls` run.
+fn count(
+    pid: u32,
+    dir: &Path,
+    con: &mut Connection,
+    calls: impl Iterator<Item = redis::Cmd>,
+) -> f64 {
+    let control = |flag: &str| {
+        Command::new("callgrind_control")
+            .args([flag, &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if !control("-z") {
+        return f64::NAN;
+    }
+    send(con, calls);
+    if !control("-d") {
+        return f64::NAN;
+    }
+    let newest = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("callgrind"))
+        .max_by_key(|entry| entry.metadata().and_then(|m| m.modified()).ok());
+    let total = newest
+        .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| {
+                    line.strip_prefix("summary:")
+                        .or(line.strip_prefix("totals:"))
+                })
+                .and_then(|value| value.trim().parse::<f64>().ok())
+        });
+    total.map_or(f64::NAN, |total| total / CALLS as f64)
+}
+
+fn lua_for(sha: &str, user: String) -> redis::Cmd {
+    let mut call = redis::cmd("EVALSHA");
+    call.arg(sha)
+        .arg(2)
+        .arg("lua:stock")
+        .arg("lua:bought")
+        .arg(user)
+        .arg(1_000_000_000);
+    call
+}
+
+/// Counts, or an empty list when valgrind is not installed.
+pub fn measure() -> Vec<Count> {
+    let dir = tempfile::Builder::new()
+        .prefix("seckill-bench-callgrind-")
+        .tempdir()
+        .expect("temp dir");
+    let port = free_port();
+    let spawned = Command::new("valgrind")
+        .args(["--tool=callgrind", "--toggle-collect=call"])
+        .arg(format!(
+            "--callgrind-out-file={}/callgrind.%p",
+            dir.path().display()
+        ))
+        .arg(server_binary())
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--loadmodule")
+        .arg(module_path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = spawned else {
+        println!("  valgrind not installed: instruction counts skipped (make bench installs it)");
+        return Vec::new();
+    };
+    let valgrind = Valgrind { child };
+    let Some(mut con) = connect(port) else {
+        println!("  redis-server under valgrind did not answer: instruction counts skipped");
+        return Vec::new();
+    };
+    let scripts = load_scripts(&mut con);
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "ok",
+            "100000000000000",
+            "LIMIT",
+            "1000000000",
+        ],
+    );
+    ok::<i64>(&mut con, &["SECKILL.INIT", "none", "0"]);
+    ok::<String>(&mut con, &["SET", "ref", "100000000000000"]);
+    ok::<String>(&mut con, &["SET", "lua:stock", "100000000000000"]);
+    // Every user has bought before, as on the wall-clock success path.
+    send(
+        &mut con,
+        (0..USERS).map(|n| {
+            let mut call = redis::cmd("SECKILL.DEDUCT");
+            call.arg("ok").arg(format!("user:{n}")).arg(1);
+            call
+        }),
+    );
+    // The script's users have bought before too.
+    send(
+        &mut con,
+        (0..USERS).map(|n| lua_for(&scripts.seed1, format!("user:{n}"))),
+    );
+    let user = |n: usize| format!("user:{}", (n * 7919) % USERS);
+    let pid = valgrind.child.id();
+    let dir = dir.path();
+    let mut counts = Vec::new();
+    let mut record = |contender, path, calls: Vec<redis::Cmd>| {
+        counts.push(Count {
+            contender,
+            path,
+            instructions: count(pid, dir, &mut con, calls.into_iter()),
+        });
+    };
+    let command = |name: &str, args: &[String]| {
+        let mut call = redis::cmd(name);
+        for arg in args {
+            call.arg(arg);
+        }
+        call
+    };
+    let s = |text: &str| text.to_owned();
+    println!("  success path, sold-out path and references, {CALLS} calls each");
+    record(
+        MODULE,
+        "success",
+        (0..CALLS)
+            .map(|n| command("SECKILL.DEDUCT", &[s("ok"), user(n), s("1")]))
+            .collect(),
+    );
+    record(
+        MODULE_ID,
+        "success",
+        (0..CALLS)
+            .map(|n| {
+                let id = format!("req:{n}");
+                command(
+                    "SECKILL.DEDUCT",
+                    &[s("ok"), s("user:bench"), s("1"), s("ID"), id],
+                )
+            })
+            .collect(),
+    );
+    record(
+        SEED1,
+        "success",
+        (0..CALLS)
+            .map(|n| lua_for(&scripts.seed1, user(n)))
+            .collect(),
+    );
+    record(
+        DECRBY,
+        "success",
+        (0..CALLS)
+            .map(|_| command("DECRBY", &[s("ref"), s("1")]))
+            .collect(),
+    );
+    record(
+        MODULE,
+        "sold out",
+        (0..CALLS)
+            .map(|n| command("SECKILL.DEDUCT", &[s("none"), user(n), s("1")]))
+            .collect(),
+    );
+    record(
+        GET,
+        "sold out",
+        (0..CALLS).map(|_| command("GET", &[s("ref")])).collect(),
+    );
+    counts
+}
