@@ -14,6 +14,8 @@ pub struct Throughput {
     pub ops_per_sec: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest call; only redis-benchmark reports it.
+    pub max_ms: f64,
 }
 
 /// Runs redis-benchmark with `clients` connections, `requests` calls and
@@ -48,10 +50,11 @@ pub fn redis_benchmark(
         })
         .unwrap_or_default();
     match fields.as_slice() {
-        [rps, _avg, _min, p50, _p95, p99, ..] => Throughput {
+        [rps, _avg, _min, p50, _p95, p99, max, ..] => Throughput {
             ops_per_sec: *rps,
             p50_ms: *p50,
             p99_ms: *p99,
+            max_ms: *max,
         },
         _ => panic!(
             "unexpected redis-benchmark output for {args:?}:\n{text}\n{}",
@@ -82,6 +85,7 @@ impl<T> LoopRun<T> {
             ops_per_sec: self.results.len() as f64 / self.elapsed.as_secs_f64(),
             p50_ms: quantile(0.50),
             p99_ms: quantile(0.99),
+            max_ms: quantile(1.0),
         }
     }
 }

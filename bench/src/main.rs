@@ -15,7 +15,7 @@ use contenders::{
 use load::{closed_loop, redis_benchmark, Throughput};
 use postgres::Postgres;
 use redis::Connection;
-use report::{FlashSaleRow, Measurement, Memory, PathReport, Report};
+use report::{FlashSaleRow, Growth, Measurement, Memory, PathReport, Report};
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -34,6 +34,7 @@ struct Plan {
     sale_users: usize,
     sale_reclicks: usize,
     memory_buyers: usize,
+    growth_calls: usize,
 }
 
 impl Plan {
@@ -52,6 +53,7 @@ impl Plan {
             sale_users: 100_000,
             sale_reclicks: 20_000,
             memory_buyers: 100_000,
+            growth_calls: 4_000_000 / scale,
         }
     }
 }
@@ -66,6 +68,7 @@ fn median_throughput(runs: &[Throughput]) -> Throughput {
         ops_per_sec: median(runs.iter().map(|t| t.ops_per_sec).collect()),
         p50_ms: median(runs.iter().map(|t| t.p50_ms).collect()),
         p99_ms: median(runs.iter().map(|t| t.p99_ms).collect()),
+        max_ms: median(runs.iter().map(|t| t.max_ms).collect()),
     }
 }
 
@@ -538,6 +541,35 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
     }
 }
 
+/// The longest a client waits while one item grows to millions of buyers:
+/// a hash table that doubles in one step would stop the server meanwhile.
+fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
+    ok::<String>(con, &["FLUSHALL"]);
+    ok::<i64>(con, &["SECKILL.INIT", "grow", "100000000000000"]);
+    println!(
+        "  {} calls over users out of 100 million, -P 16",
+        plan.growth_calls
+    );
+    let args: Vec<String> = ["SECKILL.DEDUCT", "grow", "user:__rand_int__", "1"]
+        .iter()
+        .map(|arg| arg.to_string())
+        .collect();
+    let run = redis_benchmark(
+        server.port,
+        plan.clients,
+        plan.growth_calls,
+        16,
+        100_000_000,
+        &args,
+    );
+    let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "grow"]);
+    ok::<String>(con, &["FLUSHALL"]);
+    Growth {
+        buyers: info.get("buyers").copied().unwrap_or(0),
+        throughput: run,
+    }
+}
+
 fn main() {
     let plan = Plan::from_env();
     let started = Instant::now();
@@ -563,7 +595,9 @@ fn main() {
     let flash = flash_sale(&server, &mut con, &plan, postgres.as_ref());
     println!("(d) memory");
     let memory = memory(&mut con, &plan);
-    println!("(e) instructions per call (callgrind)");
+    println!("(e) growth: one item to millions of buyers");
+    let growth = growth(&server, &mut con, &plan);
+    println!("(f) instructions per call (callgrind)");
     let instructions = instructions::measure();
 
     let report = Report {
@@ -581,6 +615,7 @@ fn main() {
         flash,
         memory,
         instructions,
+        growth,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

@@ -203,6 +203,7 @@ impl Postgres {
             ops_per_sec: tps,
             p50_ms: quantile(0.5),
             p99_ms: quantile(0.99),
+            max_ms: quantile(1.0),
         }
     }
 }

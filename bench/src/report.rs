@@ -62,6 +62,11 @@ pub struct Memory {
     pub seed_bytes: f64,
 }
 
+pub struct Growth {
+    pub buyers: i64,
+    pub throughput: Throughput,
+}
+
 pub struct Report {
     pub redis_version: String,
     pub postgres_version: Option<String>,
@@ -75,6 +80,7 @@ pub struct Report {
     pub flash: Vec<FlashSaleRow>,
     pub memory: Memory,
     pub instructions: Vec<Count>,
+    pub growth: Growth,
 }
 
 fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
@@ -406,9 +412,24 @@ impl Report {
             )),
             self.memory.seed_bytes,
         );
+        let _ = write!(
+            out,
+            "\n## (e) Growth\n\nOne item growing to {} buyers under `-P 16` load (users out \
+             of 100 million, so nearly every call adds a buyer). An index that doubled in one \
+             step would stop the server for as long as it takes to move every entry; the \
+             longest wait a client saw is the figure to watch.\n\n\
+             | buyers at the end | calls/s | p50 / p99 ms | longest call |\n|--:|--:|--:|--:|\n\
+             | {} | {} | {:.2} / {:.2} | {:.0} ms |\n",
+            self.growth.buyers,
+            self.growth.buyers,
+            thousands(Some(self.growth.throughput.ops_per_sec)),
+            self.growth.throughput.p50_ms,
+            self.growth.throughput.p99_ms,
+            self.growth.throughput.max_ms,
+        );
         if !self.instructions.is_empty() {
             out.push_str(
-                "\n## (e) Instructions per call\n\nInstructions executed inside Redis's \
+                "\n## (f) Instructions per call\n\nInstructions executed inside Redis's \
                  `call()` per command, counted by `valgrind --tool=callgrind` on a separate \
                  server, 20,000 calls each, users out of 100,000 who all bought before. \
                  These counts repeat to within a few instructions from run to run, unlike \
