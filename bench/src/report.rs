@@ -432,8 +432,8 @@ impl Report {
                 "\n## (f) Instructions per call\n\nInstructions executed inside Redis's \
                  `call()` per command, counted by `valgrind --tool=callgrind` on a separate \
                  server, 20,000 calls each, users out of 100,000 who all bought before. \
-                 These counts repeat to within a few instructions from run to run, unlike \
-                 wall-clock figures on a shared machine, but they do not see cache misses: \
+                 These counts repeat to within about 2% from run to run (hash seeds differ), \
+                 unlike wall-clock figures on a shared machine, but they do not see cache misses: \
                  the difference between the two views is memory latency.\n\n\
                  | path | contender | instructions/call | × reference |\n|---|---|--:|--:|\n",
             );
