@@ -73,9 +73,11 @@ fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
     Ok(bytes)
 }
 
-/// Replicates the command as the client sent it and fires its keyspace
-/// event. Only for writes whose outcome the replica reaches by itself.
-fn propagate(ctx: &Context, key: &Arg, event: &CStr) {
+/// After an item changed in place: tells WATCH and client tracking,
+/// replicates the command as the client sent it, and fires its keyspace
+/// event. Only for writes whose outcome a replica reaches by itself.
+fn record_change(ctx: &Context, key: &Arg, event: &CStr) {
+    signal_modified(ctx, key);
     ctx.replicate_verbatim();
     notify(ctx, key, event);
 }
@@ -174,10 +176,12 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let stock = parse_stock(stock_arg)?;
     let options = InitOptions::parse(options)?;
-    let mut key = ItemKey::open_write(ctx, name);
-    if key.item()?.is_some() && !options.replace {
+    // Many app servers initialise the same item at once; all but the first
+    // find it there, and must not disturb WATCH or client tracking.
+    if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
         return Ok(RedisValue::Integer(0));
     }
+    let mut key = ItemKey::open_write(ctx, name);
     let expire_at = match options.expiry {
         None => None,
         Some(Expiry::At(unix_ms)) => Some(unix_ms),
@@ -233,8 +237,7 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     match item.add(qty)? {
         Restock::Added { remaining } => {
-            signal_modified(ctx, name);
-            propagate(ctx, name, c"seckill.add");
+            record_change(ctx, name, c"seckill.add");
             Ok(RedisValue::Integer(remaining))
         }
         Restock::Unlimited => Ok(RedisValue::Integer(item.remaining())),
@@ -262,8 +265,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let reply = match item.deduct(user, qty, request_id)? {
         Deduction::Bought { remaining } => {
-            signal_modified(ctx, name);
-            propagate(ctx, name, c"seckill.deduct");
+            record_change(ctx, name, c"seckill.deduct");
             remaining
         }
         Deduction::Replayed { remaining } => remaining,
@@ -311,8 +313,7 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let returned = item.refund(request_id)?;
     if returned > 0 {
-        signal_modified(ctx, name);
-        propagate(ctx, name, c"seckill.refund");
+        record_change(ctx, name, c"seckill.refund");
     }
     Ok(RedisValue::Integer(returned))
 }
@@ -367,14 +368,16 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
         if !key.store(item) {
             return Err(RedisError::Str(ERR_STORE));
         }
+        // Closing a key opened for writing signals the change itself.
+        ctx.replicate_verbatim();
+        notify(ctx, name, c"seckill.load");
     } else {
         let mut key = ItemKey::open_read(ctx, name);
         let item = key
             .item_mut()?
             .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
         item.load_chunk(payload).map_err(bad_chunk)?;
-        signal_modified(ctx, name);
+        record_change(ctx, name, c"seckill.load");
     }
-    propagate(ctx, name, c"seckill.load");
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

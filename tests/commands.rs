@@ -374,6 +374,30 @@ fn a_sold_out_deduct_does_not_break_a_watch_but_a_purchase_does() {
 }
 
 #[test]
+fn init_of_an_existing_item_does_not_break_a_watch() {
+    let server = Server::start();
+    let mut watcher = server.client();
+    let mut initialiser = server.client();
+    ok::<i64>(&mut watcher, &["SECKILL.INIT", "sku:1", "5"]);
+    ok::<String>(&mut watcher, &["WATCH", "sku:1"]);
+    assert_eq!(
+        ok::<i64>(&mut initialiser, &["SECKILL.INIT", "sku:1", "5"]),
+        0
+    );
+    let exec: Value = redis::pipe()
+        .atomic()
+        .cmd("SECKILL.GET")
+        .arg("sku:1")
+        .query(&mut watcher)
+        .expect("EXEC");
+    assert_ne!(
+        exec,
+        Value::Nil,
+        "an INIT that changed nothing aborted EXEC"
+    );
+}
+
+#[test]
 fn successful_writes_fire_keyspace_events_and_rejected_ones_do_not() {
     let server = Server::start();
     let mut con = server.client();
