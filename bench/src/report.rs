@@ -517,8 +517,8 @@ fn escape(text: &str) -> String {
 /// Horizontal bar panels, one under the other; this module's bars are
 /// drawn in a colour of their own.
 fn svg(panels: &[(&str, Vec<(&str, f64)>)]) -> String {
-    const WIDTH: f64 = 760.0;
-    const LABEL: f64 = 200.0;
+    const WIDTH: f64 = 820.0;
+    const LABEL: f64 = 250.0;
     const BAR: f64 = 18.0;
     const GAP: f64 = 6.0;
     let mut out = String::new();
