@@ -337,6 +337,17 @@ fn an_expired_item_is_no_such_item() {
     );
 }
 
+/// Runs MULTI / SECKILL.GET sku:1 / EXEC on a connection that WATCHes
+/// sku:1: nil when the watched key changed in between.
+fn exec_after_watch(watcher: &mut redis::Connection) -> Value {
+    redis::pipe()
+        .atomic()
+        .cmd("SECKILL.GET")
+        .arg("sku:1")
+        .query(watcher)
+        .expect("EXEC")
+}
+
 #[test]
 fn a_sold_out_deduct_does_not_break_a_watch_but_a_purchase_does() {
     let server = Server::start();
@@ -350,12 +361,7 @@ fn a_sold_out_deduct_does_not_break_a_watch_but_a_purchase_does() {
         ok::<i64>(&mut buyer, &["SECKILL.DEDUCT", "sku:1", "bob", "1"]),
         -1
     );
-    let exec: Value = redis::pipe()
-        .atomic()
-        .cmd("SECKILL.GET")
-        .arg("sku:1")
-        .query(&mut watcher)
-        .expect("EXEC");
+    let exec = exec_after_watch(&mut watcher);
     assert_ne!(
         exec,
         Value::Nil,
@@ -364,13 +370,12 @@ fn a_sold_out_deduct_does_not_break_a_watch_but_a_purchase_does() {
 
     ok::<String>(&mut watcher, &["WATCH", "sku:1"]);
     ok::<i64>(&mut buyer, &["SECKILL.ADD", "sku:1", "1"]);
-    let exec: Option<Vec<i64>> = redis::pipe()
-        .atomic()
-        .cmd("SECKILL.GET")
-        .arg("sku:1")
-        .query(&mut watcher)
-        .expect("EXEC");
-    assert_eq!(exec, None, "a successful write must abort the transaction");
+    let exec = exec_after_watch(&mut watcher);
+    assert_eq!(
+        exec,
+        Value::Nil,
+        "a successful write must abort the transaction"
+    );
 }
 
 #[test]
@@ -384,12 +389,7 @@ fn init_of_an_existing_item_does_not_break_a_watch() {
         ok::<i64>(&mut initialiser, &["SECKILL.INIT", "sku:1", "5"]),
         0
     );
-    let exec: Value = redis::pipe()
-        .atomic()
-        .cmd("SECKILL.GET")
-        .arg("sku:1")
-        .query(&mut watcher)
-        .expect("EXEC");
+    let exec = exec_after_watch(&mut watcher);
     assert_ne!(
         exec,
         Value::Nil,
