@@ -3,9 +3,11 @@
 //! `sale_item`; this layer only translates between them and the wire.
 
 use crate::args::Arg;
-use crate::item_key::{now_ms, signal_modified, ItemKey, WrongType};
+use crate::item_key::{master_decided, now_ms, signal_modified, ItemKey, WrongType};
 use crate::sale_item::codec::{is_header, DecodeError};
-use crate::sale_item::{Deduction, ItemError, Restock, SaleItem, Stock, MAX_ID_LEN};
+use crate::sale_item::{
+    Deduction, ItemError, Moment, Restock, SaleItem, Stock, Window, MAX_ID_LEN,
+};
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::c_char;
@@ -16,6 +18,8 @@ pub const NOT_ENOUGH_STOCK: i64 = -1;
 pub const LIMIT_EXCEEDED: i64 = -2;
 pub const NO_SUCH_ITEM: i64 = -3;
 pub const REQUEST_REFUNDED: i64 = -4;
+pub const SALE_NOT_STARTED: i64 = -5;
+pub const SALE_ENDED: i64 = -6;
 
 // Error replies. Redis sends them verbatim, so each starts with its code;
 // where Redis itself has wording for the same fault, it is reused.
@@ -35,6 +39,8 @@ const ERR_REQUEST_MISMATCH: &str =
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
 const ERR_STORE: &str = "ERR could not store the sale item";
+const ERR_BAD_WINDOW: &str =
+    "ERR START and END must be non-negative Unix times in milliseconds, END after START";
 
 impl From<WrongType> for RedisError {
     fn from(_: WrongType) -> Self {
@@ -50,6 +56,7 @@ impl From<ItemError> for RedisError {
             ItemError::NonPositiveQuantity => ERR_NOT_POSITIVE,
             ItemError::BadId => ERR_BAD_ID,
             ItemError::Full => ERR_FULL,
+            ItemError::BadWindow => ERR_BAD_WINDOW,
         })
     }
 }
@@ -109,6 +116,7 @@ enum Expiry {
 struct InitOptions {
     limit: i64,
     expiry: Option<Expiry>,
+    window: Window,
     replace: bool,
 }
 
@@ -117,13 +125,26 @@ impl InitOptions {
         let mut options = InitOptions {
             limit: 0,
             expiry: None,
+            window: Window::default(),
             replace: false,
         };
         let mut limit_seen = false;
+        let (mut start, mut end) = (None, None);
         let mut args = args.iter();
         while let Some(option) = args.next() {
             if option.is_keyword("REPLACE") && !options.replace {
                 options.replace = true;
+                continue;
+            }
+            let bound = if option.is_keyword("START") && start.is_none() {
+                Some(&mut start)
+            } else if option.is_keyword("END") && end.is_none() {
+                Some(&mut end)
+            } else {
+                None
+            };
+            if let Some(bound) = bound {
+                *bound = Some(integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?);
                 continue;
             }
             let scale = if option.is_keyword("LIMIT") && !limit_seen {
@@ -155,6 +176,7 @@ impl InitOptions {
                 Expiry::In(millis)
             });
         }
+        options.window = Window::new(start.unwrap_or(0), end.unwrap_or(0))?;
         Ok(options)
     }
 }
@@ -169,7 +191,7 @@ fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
     }
 }
 
-/// SECKILL.INIT key stock [LIMIT n] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
+/// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
 pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, stock_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
@@ -191,7 +213,9 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                 .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?,
         ),
     };
-    if !key.store(SaleItem::new(stock, options.limit)) {
+    let mut item = SaleItem::new(stock, options.limit);
+    item.set_window(options.window);
+    if !key.store(item) {
         return Err(RedisError::Str(ERR_STORE));
     }
     if let Some(unix_ms) = expire_at {
@@ -263,7 +287,14 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    let reply = match item.deduct(user, qty, request_id)? {
+    // Only a sale window reads the clock, and only where this server decides:
+    // a replica or an AOF replay applies what its master already accepted.
+    let moment = if item.window().is_always_open() || master_decided(ctx) {
+        Moment::Decided
+    } else {
+        Moment::At(now_ms())
+    };
+    let reply = match item.deduct(user, qty, request_id, moment)? {
         Deduction::Bought { remaining } => {
             record_change(ctx, name, c"seckill.deduct");
             remaining
@@ -272,6 +303,8 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         Deduction::SoldOut => NOT_ENOUGH_STOCK,
         Deduction::LimitExceeded => LIMIT_EXCEEDED,
         Deduction::Refunded => REQUEST_REFUNDED,
+        Deduction::NotStarted => SALE_NOT_STARTED,
+        Deduction::Ended => SALE_ENDED,
     };
     Ok(RedisValue::Integer(reply))
 }
@@ -318,6 +351,22 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     Ok(RedisValue::Integer(returned))
 }
 
+/// SECKILL.WINDOW key start end: moves the sale window of a live item
+/// (0 leaves a side open).
+pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, start, end] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let window = Window::new(integer(start)?, integer(end)?)?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    item.set_window(window);
+    record_change(ctx, name, c"seckill.window");
+    Ok(RedisValue::Integer(1))
+}
+
 /// SECKILL.INFO key
 pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name] = args else {
@@ -328,7 +377,7 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Ok(RedisValue::Null);
     };
     let stats = item.stats();
-    let fields: [(&str, i64); 9] = [
+    let fields: [(&str, i64); 11] = [
         ("stock", stats.stock),
         ("unlimited", i64::from(stats.unlimited)),
         ("limit", stats.limit),
@@ -341,6 +390,8 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
             "requests",
             i64::try_from(stats.requests).unwrap_or(i64::MAX),
         ),
+        ("start", stats.window.start),
+        ("end", stats.window.end),
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.

@@ -127,6 +127,15 @@ pub fn signal_modified(ctx: &Context, name: &Arg) {
     }
 }
 
+/// True while this server applies decisions its master made: commands from
+/// the master on a replica, and commands replayed from the AOF at startup.
+pub fn master_decided(ctx: &Context) -> bool {
+    let decided = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+    // SAFETY: the context is valid for the duration of the command.
+    redis_api!(RedisModule_GetContextFlags)
+        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & decided != 0)
+}
+
 /// Now, on the server's clock, in Unix milliseconds.
 pub fn now_ms() -> i64 {
     // SAFETY: RedisModule_Milliseconds takes no arguments.

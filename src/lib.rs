@@ -64,9 +64,9 @@ type EntryPoint =
 /// Every command: name, entry point, flags. Each takes its item key as the
 /// first argument (first key 1, last key 1, step 1), so cluster clients route
 /// it and ACL key patterns apply with nothing else declared.
-fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 8] {
+fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 9] {
     [
-        // SECKILL.INIT key stock [LIMIT n] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
+        // SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
         (
             c"seckill.init",
             entry_point!(commands::init),
@@ -88,6 +88,12 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 8] {
         (
             c"seckill.refund",
             entry_point!(commands::refund),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.WINDOW key start end
+        (
+            c"seckill.window",
+            entry_point!(commands::window),
             c"write deny-oom fast",
         ),
         // SECKILL.GET key

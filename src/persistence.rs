@@ -11,8 +11,9 @@ use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 
 /// Encoding version handed to Redis with every saved item. A loader accepts
-/// this version and every older one, and refuses newer ones.
-pub const ENCODING_VERSION: i32 = 1;
+/// this version and every older one, and refuses newer ones. Version 2 added
+/// the sale window (the chunk header carries its own format version too).
+pub const ENCODING_VERSION: i32 = 2;
 
 pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
     "seckill--",

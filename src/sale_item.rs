@@ -46,6 +46,53 @@ pub enum Deduction {
     LimitExceeded,
     /// The request id bought once and was refunded; it may not buy again.
     Refunded,
+    /// The sale window has not opened yet.
+    NotStarted,
+    /// The sale window has closed.
+    Ended,
+}
+
+/// When the item is on sale, in Unix milliseconds: from `start` (inclusive)
+/// to `end` (exclusive); 0 leaves that side open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Window {
+    /// A window, if its bounds are non-negative and `end` follows `start`.
+    pub fn new(start: i64, end: i64) -> Result<Window, ItemError> {
+        if start < 0 || end < 0 || (start > 0 && end > 0 && end <= start) {
+            return Err(ItemError::BadWindow);
+        }
+        Ok(Window { start, end })
+    }
+
+    pub fn is_always_open(&self) -> bool {
+        self.start == 0 && self.end == 0
+    }
+
+    /// Why a purchase at `now` is refused, if it is.
+    fn refusal(&self, now: i64) -> Option<Deduction> {
+        if self.start > 0 && now < self.start {
+            Some(Deduction::NotStarted)
+        } else if self.end > 0 && now >= self.end {
+            Some(Deduction::Ended)
+        } else {
+            None
+        }
+    }
+}
+
+/// The time a purchase is judged at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// The server's clock, in Unix milliseconds.
+    At(i64),
+    /// The master already judged the time (a replica applying its purchase,
+    /// or an AOF replay); judging again by another clock would diverge.
+    Decided,
 }
 
 /// What an ADD did.
@@ -70,6 +117,9 @@ pub enum ItemError {
     BadId,
     /// The item cannot record another purchase.
     Full,
+    /// A sale window's bounds are negative, or its end does not follow its
+    /// start.
+    BadWindow,
 }
 
 impl From<ledger::Full> for ItemError {
@@ -94,6 +144,7 @@ pub struct ItemStats {
     pub refunded: i64,
     pub buyers: usize,
     pub requests: usize,
+    pub window: Window,
 }
 
 #[derive(Clone)]
@@ -108,6 +159,7 @@ pub struct SaleItem {
     sold: i64,
     /// Units ever given back by refunds.
     refunded: i64,
+    window: Window,
     /// What every buyer holds, and every purchase made with a request id.
     ledger: Ledger,
 }
@@ -131,8 +183,17 @@ impl SaleItem {
             added: 0,
             sold: 0,
             refunded: 0,
+            window: Window::default(),
             ledger: Ledger::default(),
         }
+    }
+
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    pub fn set_window(&mut self, window: Window) {
+        self.window = window;
     }
 
     pub fn remaining(&self) -> i64 {
@@ -163,6 +224,7 @@ impl SaleItem {
             refunded: self.refunded,
             buyers: self.ledger.holder_count(),
             requests: self.ledger.request_count(),
+            window: self.window,
         }
     }
 
@@ -184,13 +246,15 @@ impl SaleItem {
         Ok(Restock::Added { remaining })
     }
 
-    /// Sells `qty` units to `user` if the stock and the user's limit allow,
-    /// recording the purchase under `request_id` when one is given.
+    /// Sells `qty` units to `user` if the sale window, the stock and the
+    /// user's limit allow, recording the purchase under `request_id` when
+    /// one is given.
     pub fn deduct(
         &mut self,
         user: &[u8],
         qty: i64,
         request_id: Option<&[u8]>,
+        moment: Moment,
     ) -> Result<Deduction, ItemError> {
         if qty <= 0 {
             return Err(ItemError::NonPositiveQuantity);
@@ -216,6 +280,11 @@ impl SaleItem {
             None => None,
         };
 
+        if let Moment::At(now) = moment {
+            if let Some(refusal) = self.window.refusal(now) {
+                return Ok(refusal);
+            }
+        }
         // Stock first: a sold-out item answers without looking at the buyer.
         let stock = match self.stock {
             Stock::Limited(units) if units < qty => return Ok(Deduction::SoldOut),

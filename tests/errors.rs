@@ -13,6 +13,8 @@ const BAD_USER: &str = "ERR user id must be 1 to 128 bytes";
 const BAD_REQUEST: &str = "ERR request id must be 1 to 128 bytes";
 const OVERFLOW: &str = "ERR increment or decrement would overflow";
 const BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
+const BAD_WINDOW: &str =
+    "ERR START and END must be non-negative Unix times in milliseconds, END after START";
 
 fn arity(command: &str) -> String {
     format!("ERR wrong number of arguments for '{command}' command")
@@ -126,6 +128,32 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
             &["SECKILL.DEDUCT", "sku:1", "alice", "1", "IDX", "r2"],
             SYNTAX.into(),
         ),
+        // Sale windows.
+        (&["SECKILL.INIT", "new", "1", "START"], SYNTAX.into()),
+        (
+            &["SECKILL.INIT", "new", "1", "START", "1", "START", "2"],
+            SYNTAX.into(),
+        ),
+        (
+            &["SECKILL.INIT", "new", "1", "START", "soon"],
+            NOT_INTEGER.into(),
+        ),
+        (
+            &["SECKILL.INIT", "new", "1", "START", "-1"],
+            BAD_WINDOW.into(),
+        ),
+        (
+            &["SECKILL.INIT", "new", "1", "START", "5", "END", "5"],
+            BAD_WINDOW.into(),
+        ),
+        (
+            &["SECKILL.INIT", "new", "1", "START", "6", "END", "5"],
+            BAD_WINDOW.into(),
+        ),
+        (&["SECKILL.WINDOW", "sku:1", "0"], arity("seckill.window")),
+        (&["SECKILL.WINDOW", "sku:1", "0", "x"], NOT_INTEGER.into()),
+        (&["SECKILL.WINDOW", "sku:1", "10", "5"], BAD_WINDOW.into()),
+        (&["SECKILL.WINDOW", "plain", "0", "0"], WRONGTYPE.into()),
         (
             &["SECKILL.DEDUCT", "sku:1", "alice", "1", "ID"],
             SYNTAX.into(),

@@ -270,3 +270,48 @@ fn an_item_with_odd_counters_from_loadchunk_still_saves_and_loads() {
         2
     );
 }
+
+#[test]
+fn an_rdb_written_by_the_first_release_still_loads() {
+    // Saved by the module at encoding version 1, before sale windows:
+    // INIT sku:v1 10 LIMIT 2; alice 2 (order-1), bob 1 (order-2), carol 1;
+    // REFUND order-2; ADD 5; INIT sku:unlimited UNLIMITED.
+    let rdb = include_bytes!("fixtures/encoding-v1.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    let expected: Vec<(String, i64)> = [
+        ("stock", 12),
+        ("unlimited", 0),
+        ("limit", 2),
+        ("initial", 10),
+        ("added", 5),
+        ("sold", 4),
+        ("refunded", 1),
+        ("buyers", 2),
+        ("requests", 2),
+        ("start", 0),
+        ("end", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:v1"), expected);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v1", "alice"]),
+        2
+    );
+    let replay: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v1", "alice", "2", "ID", "order-1"],
+    );
+    assert_eq!(replay, 8);
+    let refunded: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v1", "bob", "1", "ID", "order-2"],
+    );
+    assert_eq!(refunded, -4);
+    assert_eq!(
+        common::info_field(&mut con, "sku:unlimited", "unlimited"),
+        1
+    );
+}

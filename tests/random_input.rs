@@ -16,6 +16,7 @@ const COMMANDS: &[&str] = &[
     "SECKILL.BOUGHT",
     "SECKILL.INFO",
     "SECKILL.LOADCHUNK",
+    "SECKILL.WINDOW",
 ];
 
 /// Arguments biased towards what the parsers look for.
@@ -29,6 +30,8 @@ fn argument() -> impl Strategy<Value = Vec<u8>> {
         Just(b"EX".to_vec()),
         Just(b"PXAT".to_vec()),
         Just(b"REPLACE".to_vec()),
+        Just(b"START".to_vec()),
+        Just(b"END".to_vec()),
         Just(b"UNLIMITED".to_vec()),
         Just(b"9223372036854775807".to_vec()),
         Just(b"-9223372036854775808".to_vec()),

@@ -65,10 +65,19 @@ impl Server {
     /// A server with extra configuration, given as `redis-server` flags,
     /// e.g. `["--appendonly", "yes"]`.
     pub fn start_with(args: &[&str]) -> Server {
+        Server::start_with_files(&[], args)
+    }
+
+    /// A server whose directory holds `files` (name, content) before it
+    /// starts, e.g. an RDB file written by an older release.
+    pub fn start_with_files(files: &[(&str, &[u8])], args: &[&str]) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("seckill-test-")
             .tempdir()
             .expect("cannot create a temp dir");
+        for (name, content) in files {
+            fs::write(dir.path().join(name), content).expect("cannot write a file for the server");
+        }
         let mut server = Server {
             child: None,
             port: 0,

@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
-//!           buyers:u64 requests:u64
+//!           [start end:i64, from version 2] buyers:u64 requests:u64
 //! buyers:   'B' count:u32 { user_len:u8 user units:i64 }*
 //! requests: 'R' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 refunded:u8 }*
 //! ```
@@ -15,11 +15,12 @@
 //! yields a [`DecodeError`], never a panic.
 
 use super::ledger::{Buyer, Ledger, Lookup};
-use super::{SaleItem, Stock, MAX_ID_LEN};
+use super::{SaleItem, Stock, Window, MAX_ID_LEN};
 use std::collections::HashSet;
 
 /// Bumped whenever the layout changes; older versions stay readable.
-pub const FORMAT_VERSION: u8 = 1;
+/// Version 2 added the sale window.
+pub const FORMAT_VERSION: u8 = 2;
 
 pub const RECORDS_PER_CHUNK: usize = 1024;
 
@@ -59,6 +60,8 @@ impl SaleItem {
             self.added,
             self.sold,
             self.refunded,
+            self.window.start,
+            self.window.end,
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
@@ -100,7 +103,8 @@ impl SaleItem {
         if input.u8()? != HEADER_TAG {
             return Err(DecodeError("not a header chunk"));
         }
-        if input.u8()? > FORMAT_VERSION {
+        let version = input.u8()?;
+        if version > FORMAT_VERSION {
             return Err(DecodeError("written by a newer version of the module"));
         }
         let unlimited = match input.u8()? {
@@ -109,7 +113,7 @@ impl SaleItem {
             _ => return Err(DecodeError("bad unlimited flag")),
         };
         let stock = input.non_negative()?;
-        let item = SaleItem {
+        let mut item = SaleItem {
             stock: if unlimited {
                 Stock::Unlimited
             } else {
@@ -120,8 +124,13 @@ impl SaleItem {
             added: input.non_negative()?,
             sold: input.non_negative()?,
             refunded: input.non_negative()?,
+            window: Window::default(),
             ledger: Ledger::default(),
         };
+        if version >= 2 {
+            let (start, end) = (input.non_negative()?, input.non_negative()?);
+            item.window = Window::new(start, end).map_err(|_| DecodeError("bad sale window"))?;
+        }
         let expected = Expected {
             buyers: input.u64()?,
             requests: input.u64()?,

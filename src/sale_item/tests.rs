@@ -2,6 +2,9 @@ use super::codec::{is_header, DecodeError};
 use super::*;
 use proptest::prelude::*;
 
+/// A moment inside any window the tests below do not set themselves.
+const NOW: Moment = Moment::At(1_000);
+
 fn limited(stock: i64, limit: i64) -> SaleItem {
     SaleItem::new(Stock::Limited(stock), limit)
 }
@@ -10,7 +13,7 @@ fn limited(stock: i64, limit: i64) -> SaleItem {
 fn deduct_takes_stock_and_records_the_buyer() {
     let mut item = limited(10, 0);
     assert_eq!(
-        item.deduct(b"alice", 3, None),
+        item.deduct(b"alice", 3, None, NOW),
         Ok(Deduction::Bought { remaining: 7 })
     );
     assert_eq!(item.bought(b"alice"), 3);
@@ -24,7 +27,7 @@ fn deduct_beyond_stock_is_sold_out_and_changes_nothing() {
     let mut item = limited(2, 0);
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 3, Some(b"r1")),
+        item.deduct(b"alice", 3, Some(b"r1"), NOW),
         Ok(Deduction::SoldOut)
     );
     assert_eq!(item, before);
@@ -34,24 +37,27 @@ fn deduct_beyond_stock_is_sold_out_and_changes_nothing() {
 fn deduct_of_the_last_units_leaves_zero() {
     let mut item = limited(2, 0);
     assert_eq!(
-        item.deduct(b"alice", 2, None),
+        item.deduct(b"alice", 2, None, NOW),
         Ok(Deduction::Bought { remaining: 0 })
     );
-    assert_eq!(item.deduct(b"bob", 1, None), Ok(Deduction::SoldOut));
+    assert_eq!(item.deduct(b"bob", 1, None, NOW), Ok(Deduction::SoldOut));
 }
 
 #[test]
 fn limit_caps_what_one_user_holds() {
     let mut item = limited(10, 2);
     assert_eq!(
-        item.deduct(b"alice", 2, None),
+        item.deduct(b"alice", 2, None, NOW),
         Ok(Deduction::Bought { remaining: 8 })
     );
     let before = item.clone();
-    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::LimitExceeded));
+    assert_eq!(
+        item.deduct(b"alice", 1, None, NOW),
+        Ok(Deduction::LimitExceeded)
+    );
     assert_eq!(item, before);
     assert_eq!(
-        item.deduct(b"bob", 1, None),
+        item.deduct(b"bob", 1, None, NOW),
         Ok(Deduction::Bought { remaining: 7 })
     );
 }
@@ -59,21 +65,21 @@ fn limit_caps_what_one_user_holds() {
 #[test]
 fn sold_out_is_reported_before_the_limit() {
     let mut item = limited(1, 1);
-    item.deduct(b"alice", 1, None).unwrap();
-    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::SoldOut));
+    item.deduct(b"alice", 1, None, NOW).unwrap();
+    assert_eq!(item.deduct(b"alice", 1, None, NOW), Ok(Deduction::SoldOut));
 }
 
 #[test]
 fn replayed_request_gets_the_same_reply_and_changes_nothing() {
     let mut item = limited(10, 0);
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r1")),
+        item.deduct(b"alice", 2, Some(b"r1"), NOW),
         Ok(Deduction::Bought { remaining: 8 })
     );
-    item.deduct(b"bob", 1, None).unwrap();
+    item.deduct(b"bob", 1, None, NOW).unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r1")),
+        item.deduct(b"alice", 2, Some(b"r1"), NOW),
         Ok(Deduction::Replayed { remaining: 8 })
     );
     assert_eq!(item, before);
@@ -82,9 +88,9 @@ fn replayed_request_gets_the_same_reply_and_changes_nothing() {
 #[test]
 fn replay_is_answered_even_when_sold_out() {
     let mut item = limited(1, 0);
-    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1")),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW),
         Ok(Deduction::Replayed { remaining: 0 })
     );
 }
@@ -92,14 +98,14 @@ fn replay_is_answered_even_when_sold_out() {
 #[test]
 fn request_id_is_bound_to_its_user_and_quantity() {
     let mut item = limited(10, 0);
-    item.deduct(b"alice", 2, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 2, Some(b"r1"), NOW).unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"bob", 2, Some(b"r1")),
+        item.deduct(b"bob", 2, Some(b"r1"), NOW),
         Err(ItemError::RequestMismatch)
     );
     assert_eq!(
-        item.deduct(b"alice", 3, Some(b"r1")),
+        item.deduct(b"alice", 3, Some(b"r1"), NOW),
         Err(ItemError::RequestMismatch)
     );
     assert_eq!(item, before);
@@ -108,7 +114,7 @@ fn request_id_is_bound_to_its_user_and_quantity() {
 #[test]
 fn refund_restores_stock_and_quota_once() {
     let mut item = limited(5, 2);
-    item.deduct(b"alice", 2, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 2, Some(b"r1"), NOW).unwrap();
     assert_eq!(item.refund(b"r1"), Ok(2));
     assert_eq!(item.remaining(), 5);
     assert_eq!(item.bought(b"alice"), 0);
@@ -119,7 +125,7 @@ fn refund_restores_stock_and_quota_once() {
     assert_eq!(item, before);
     // The quota is free again for a new request.
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r2")),
+        item.deduct(b"alice", 2, Some(b"r2"), NOW),
         Ok(Deduction::Bought { remaining: 3 })
     );
 }
@@ -127,11 +133,11 @@ fn refund_restores_stock_and_quota_once() {
 #[test]
 fn refunded_request_cannot_buy_again() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
     item.refund(b"r1").unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1")),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW),
         Ok(Deduction::Refunded)
     );
     assert_eq!(item, before);
@@ -148,8 +154,8 @@ fn refund_of_an_unknown_request_returns_nothing() {
 #[test]
 fn refund_keeps_other_units_of_the_same_user() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
-    item.deduct(b"alice", 2, Some(b"r2")).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 2, Some(b"r2"), NOW).unwrap();
     assert_eq!(item.refund(b"r1"), Ok(1));
     assert_eq!(item.bought(b"alice"), 2);
 }
@@ -158,7 +164,7 @@ fn refund_keeps_other_units_of_the_same_user() {
 fn unlimited_item_never_runs_out() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
     assert_eq!(
-        item.deduct(b"alice", i64::MAX, None),
+        item.deduct(b"alice", i64::MAX, None, NOW),
         Ok(Deduction::Bought {
             remaining: UNLIMITED_STOCK
         })
@@ -171,14 +177,17 @@ fn unlimited_item_never_runs_out() {
 #[test]
 fn unlimited_item_still_enforces_the_limit() {
     let mut item = SaleItem::new(Stock::Unlimited, 1);
-    item.deduct(b"alice", 1, None).unwrap();
-    assert_eq!(item.deduct(b"alice", 1, None), Ok(Deduction::LimitExceeded));
+    item.deduct(b"alice", 1, None, NOW).unwrap();
+    assert_eq!(
+        item.deduct(b"alice", 1, None, NOW),
+        Ok(Deduction::LimitExceeded)
+    );
 }
 
 #[test]
 fn add_restocks_and_counts() {
     let mut item = limited(1, 0);
-    item.deduct(b"alice", 1, None).unwrap();
+    item.deduct(b"alice", 1, None, NOW).unwrap();
     assert_eq!(item.add(4), Ok(Restock::Added { remaining: 4 }));
     assert_eq!(item.stats().added, 4);
 }
@@ -186,7 +195,7 @@ fn add_restocks_and_counts() {
 #[test]
 fn add_that_would_overflow_is_refused_and_changes_nothing() {
     let mut item = limited(i64::MAX - 1, 0);
-    item.deduct(b"alice", 5, None).unwrap();
+    item.deduct(b"alice", 5, None, NOW).unwrap();
     let before = item.clone();
     // Remaining stock has room, but everything supplied would not fit.
     assert_eq!(item.add(2), Err(ItemError::Overflow));
@@ -202,9 +211,9 @@ fn add_that_would_overflow_is_refused_and_changes_nothing() {
 #[test]
 fn huge_quantity_over_a_limit_is_limit_exceeded_not_overflow() {
     let mut item = SaleItem::new(Stock::Unlimited, 3);
-    item.deduct(b"alice", 1, None).unwrap();
+    item.deduct(b"alice", 1, None, NOW).unwrap();
     assert_eq!(
-        item.deduct(b"alice", i64::MAX, None),
+        item.deduct(b"alice", i64::MAX, None, NOW),
         Ok(Deduction::LimitExceeded)
     );
 }
@@ -212,9 +221,9 @@ fn huge_quantity_over_a_limit_is_limit_exceeded_not_overflow() {
 #[test]
 fn sold_counter_overflow_is_refused() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
-    item.deduct(b"alice", i64::MAX, None).unwrap();
+    item.deduct(b"alice", i64::MAX, None, NOW).unwrap();
     let before = item.clone();
-    assert_eq!(item.deduct(b"bob", 1, None), Err(ItemError::Overflow));
+    assert_eq!(item.deduct(b"bob", 1, None, NOW), Err(ItemError::Overflow));
     assert_eq!(item, before);
 }
 
@@ -222,7 +231,7 @@ fn sold_counter_overflow_is_refused() {
 fn non_positive_quantities_are_refused() {
     let mut item = limited(5, 0);
     assert_eq!(
-        item.deduct(b"alice", 0, None),
+        item.deduct(b"alice", 0, None, NOW),
         Err(ItemError::NonPositiveQuantity)
     );
     assert_eq!(item.add(-1), Err(ItemError::NonPositiveQuantity));
@@ -249,7 +258,7 @@ fn codec_round_trips_a_large_ledger_in_several_chunks() {
     for n in 0..3_000 {
         let user = format!("user{}", n % 1_500);
         let id = format!("req{n}");
-        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()))
+        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW)
             .unwrap();
     }
     item.refund(b"req7").unwrap();
@@ -274,7 +283,7 @@ fn codec_refuses_a_newer_format() {
 #[test]
 fn codec_refuses_a_duplicate_record_without_loading_any() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, None).unwrap();
+    item.deduct(b"alice", 1, None, NOW).unwrap();
     let mut chunks = Vec::new();
     item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
     let (mut loaded, _) = SaleItem::decode_header(&chunks[0]).unwrap();
@@ -287,7 +296,7 @@ fn codec_refuses_a_duplicate_record_without_loading_any() {
 #[test]
 fn codec_refuses_fewer_records_than_the_header_announced() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
     let mut chunks = Vec::new();
     item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
     let (mut loaded, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
@@ -305,11 +314,11 @@ fn operations_on_inconsistent_counters_do_not_panic() {
     item.added = i64::MAX;
     assert_eq!(item.add(1), Err(ItemError::Overflow));
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1")),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW),
         Err(ItemError::Overflow)
     );
     item.sold = 0;
-    item.deduct(b"alice", 1, Some(b"r1")).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
     assert_eq!(item.refund(b"r1"), Err(ItemError::Overflow));
     item.refunded = 0;
     // The user's units vanished (a damaged item): the refund still returns
@@ -389,7 +398,7 @@ proptest! {
                 Op::Deduct { user, qty, request } => {
                     let user = user_name(user);
                     let request = request.map(request_name);
-                    let outcome = item.deduct(&user, qty, request.as_deref());
+                    let outcome = item.deduct(&user, qty, request.as_deref(), NOW);
                     match outcome {
                         Ok(Deduction::Bought { remaining }) => {
                             prop_assert_eq!(remaining, before.remaining() - qty);
@@ -457,7 +466,7 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
     for n in 0..count {
         let user = format!("user:{n}");
         let id = format!("order:{n}");
-        item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()))
+        item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW)
             .unwrap();
     }
     for n in (0..count).step_by(7) {
@@ -467,7 +476,7 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
         let request = item.request(id.as_bytes()).expect("recorded request");
         assert_eq!((request.user, request.qty), (user.as_bytes(), 1 + n % 3));
         assert_eq!(
-            item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes())),
+            item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW),
             Ok(Deduction::Replayed {
                 remaining: UNLIMITED_STOCK
             })
@@ -483,8 +492,101 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
 fn ids_beyond_the_bound_are_refused_by_the_item_itself() {
     let mut item = limited(5, 0);
     let long = [b'x'; MAX_ID_LEN + 1];
-    assert_eq!(item.deduct(&long, 1, None), Err(ItemError::BadId));
-    assert_eq!(item.deduct(b"alice", 1, Some(&long)), Err(ItemError::BadId));
-    assert_eq!(item.deduct(b"", 1, None), Err(ItemError::BadId));
+    assert_eq!(item.deduct(&long, 1, None, NOW), Err(ItemError::BadId));
+    assert_eq!(
+        item.deduct(b"alice", 1, Some(&long), NOW),
+        Err(ItemError::BadId)
+    );
+    assert_eq!(item.deduct(b"", 1, None, NOW), Err(ItemError::BadId));
     assert_eq!(item, limited(5, 0));
+}
+
+#[test]
+fn the_window_opens_at_start_and_closes_at_end() {
+    let mut item = limited(10, 0);
+    item.set_window(Window::new(2_000, 3_000).unwrap());
+    let before = item.clone();
+    let at = Moment::At;
+    assert_eq!(
+        item.deduct(b"a", 1, None, at(1_999)),
+        Ok(Deduction::NotStarted)
+    );
+    assert_eq!(item.deduct(b"a", 1, None, at(3_000)), Ok(Deduction::Ended));
+    assert_eq!(item, before, "refusals record nothing");
+    assert_eq!(
+        item.deduct(b"a", 1, None, at(2_000)),
+        Ok(Deduction::Bought { remaining: 9 })
+    );
+    assert_eq!(
+        item.deduct(b"b", 1, None, at(2_999)),
+        Ok(Deduction::Bought { remaining: 8 })
+    );
+}
+
+#[test]
+fn a_window_with_one_open_side_bounds_only_the_other() {
+    let mut item = limited(10, 0);
+    item.set_window(Window::new(0, 5_000).unwrap());
+    assert!(matches!(
+        item.deduct(b"a", 1, None, Moment::At(1)),
+        Ok(Deduction::Bought { .. })
+    ));
+    item.set_window(Window::new(5_000, 0).unwrap());
+    assert_eq!(
+        item.deduct(b"a", 1, None, Moment::At(1)),
+        Ok(Deduction::NotStarted)
+    );
+    assert!(matches!(
+        item.deduct(b"a", 1, None, Moment::At(i64::MAX)),
+        Ok(Deduction::Bought { .. })
+    ));
+}
+
+#[test]
+fn a_replay_after_the_window_closed_still_gets_its_reply() {
+    let mut item = limited(10, 0);
+    item.set_window(Window::new(0, 5_000).unwrap());
+    item.deduct(b"a", 1, Some(b"r1"), Moment::At(4_999))
+        .unwrap();
+    assert_eq!(
+        item.deduct(b"a", 1, Some(b"r1"), Moment::At(6_000)),
+        Ok(Deduction::Replayed { remaining: 9 })
+    );
+}
+
+#[test]
+fn a_decided_moment_skips_the_window() {
+    let mut item = limited(10, 0);
+    item.set_window(Window::new(0, 5_000).unwrap());
+    assert_eq!(
+        item.deduct(b"a", 1, None, Moment::Decided),
+        Ok(Deduction::Bought { remaining: 9 })
+    );
+}
+
+#[test]
+fn windows_must_be_non_negative_and_ordered() {
+    assert_eq!(Window::new(-1, 0), Err(ItemError::BadWindow));
+    assert_eq!(Window::new(0, -1), Err(ItemError::BadWindow));
+    assert_eq!(Window::new(5, 5), Err(ItemError::BadWindow));
+    assert_eq!(Window::new(6, 5), Err(ItemError::BadWindow));
+    assert!(Window::new(0, 0).unwrap().is_always_open());
+}
+
+#[test]
+fn codec_keeps_the_window_and_reads_version_1_headers() {
+    let mut item = limited(7, 2);
+    item.set_window(Window::new(1_000, 2_000).unwrap());
+    assert_eq!(round_trip(&item), Ok(item.clone()));
+
+    // A version 1 header, as the first release wrote it: no window.
+    let mut header = vec![b'H', 1, 0];
+    for field in [7i64, 2, 7, 0, 0, 0] {
+        header.extend_from_slice(&field.to_le_bytes());
+    }
+    header.extend_from_slice(&0u64.to_le_bytes());
+    header.extend_from_slice(&0u64.to_le_bytes());
+    let (loaded, _) = SaleItem::decode_header(&header).unwrap();
+    assert_eq!(loaded, limited(7, 2));
+    assert!(loaded.window().is_always_open());
 }
