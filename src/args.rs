@@ -13,6 +13,11 @@ use std::os::raw::c_int;
 pub struct Arg(*mut raw::RedisModuleString);
 
 impl Arg {
+    /// Wraps a string the module made itself, e.g. a key name in a timer.
+    pub fn from_ptr(string: *mut raw::RedisModuleString) -> Arg {
+        Arg(string)
+    }
+
     pub fn as_bytes(&self) -> &[u8] {
         RedisString::string_as_slice(self.0)
     }

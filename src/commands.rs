@@ -6,8 +6,9 @@ use crate::args::Arg;
 use crate::item_key::{master_decided, now_ms, signal_modified, ItemKey, WrongType};
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
-    Deduction, ItemError, Moment, Restock, SaleItem, Stock, Window, MAX_ID_LEN,
+    Confirmation, Deduction, ItemError, Moment, Restock, SaleItem, Stock, Window, MAX_ID_LEN,
 };
+use crate::sweeper;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::c_char;
@@ -39,6 +40,8 @@ const ERR_REQUEST_MISMATCH: &str =
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
 const ERR_STORE: &str = "ERR could not store the sale item";
+const ERR_HOLD_WITHOUT_ID: &str = "ERR HOLD requires ID";
+const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
 const ERR_BAD_WINDOW: &str =
     "ERR START and END must be non-negative Unix times in milliseconds, END after START";
 
@@ -57,6 +60,7 @@ impl From<ItemError> for RedisError {
             ItemError::BadId => ERR_BAD_ID,
             ItemError::Full => ERR_FULL,
             ItemError::BadWindow => ERR_BAD_WINDOW,
+            ItemError::HoldWithoutId => ERR_HOLD_WITHOUT_ID,
         })
     }
 }
@@ -87,6 +91,41 @@ fn record_change(ctx: &Context, key: &Arg, event: &CStr) {
     signal_modified(ctx, key);
     ctx.replicate_verbatim();
     notify(ctx, key, event);
+}
+
+/// Holds released per command or timer tick at most, so that a burst of
+/// lapsed holds is spread over several steps instead of stalling one.
+pub const RELEASES_PER_STEP: usize = 10_000;
+
+/// Releases the item's lapsed holds before a write, where this server
+/// decides (a replica or an AOF replay waits for its master's release).
+fn release_due_holds(ctx: &Context, name: &Arg, item: &mut SaleItem) {
+    let Some(deadline) = item.next_deadline() else {
+        return;
+    };
+    if master_decided(ctx) {
+        return;
+    }
+    let now = now_ms();
+    if deadline <= now {
+        let released = item.release_due(now, RELEASES_PER_STEP);
+        announce_release(ctx, name, &released);
+    }
+}
+
+/// Replicates a release by clock as its effect, `SECKILL.RELEASE key id..`,
+/// so that replicas and AOF replays end with the same holds whatever their
+/// own clocks say; fires `seckill.expire`.
+pub fn announce_release(ctx: &Context, name: &Arg, released: &[Vec<u8>]) {
+    if released.is_empty() {
+        return;
+    }
+    signal_modified(ctx, name);
+    let mut effect: Vec<&[u8]> = Vec::with_capacity(released.len() + 1);
+    effect.push(name.as_bytes());
+    effect.extend(released.iter().map(Vec::as_slice));
+    ctx.replicate("SECKILL.RELEASE", effect.as_slice());
+    notify(ctx, name, c"seckill.expire");
 }
 
 fn notify(ctx: &Context, key: &Arg, event: &CStr) {
@@ -259,6 +298,7 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    release_due_holds(ctx, name, item);
     match item.add(qty)? {
         Restock::Added { remaining } => {
             record_change(ctx, name, c"seckill.add");
@@ -268,35 +308,111 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     }
 }
 
-/// SECKILL.DEDUCT key user qty [ID request_id]
-pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let (name, user, qty, request_id) = match args {
-        [_, name, user, qty] => (name, user, qty, None),
-        [_, name, user, qty, keyword, request_id] => {
-            if !keyword.is_keyword("ID") {
+/// How long a hold lasts, as DEDUCT was given it.
+#[derive(Clone, Copy)]
+enum Hold {
+    /// HOLD seconds, from the server's clock.
+    For(i64),
+    /// HOLDUNTIL unix-ms, as replicated.
+    Until(i64),
+}
+
+struct DeductOptions<'a> {
+    request_id: Option<&'a [u8]>,
+    hold: Option<Hold>,
+}
+
+impl<'a> DeductOptions<'a> {
+    fn parse(args: &'a [Arg]) -> Result<Self, RedisError> {
+        let mut options = DeductOptions {
+            request_id: None,
+            hold: None,
+        };
+        let mut args = args.iter();
+        while let Some(option) = args.next() {
+            let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+            if option.is_keyword("ID") && options.request_id.is_none() {
+                options.request_id = Some(id(value, ERR_BAD_REQUEST)?);
+            } else if option.is_keyword("HOLD") && options.hold.is_none() {
+                let millis = integer(value)?
+                    .checked_mul(1000)
+                    .filter(|millis| *millis > 0)
+                    .ok_or(RedisError::Str(ERR_BAD_HOLD))?;
+                options.hold = Some(Hold::For(millis));
+            } else if option.is_keyword("HOLDUNTIL") && options.hold.is_none() {
+                let unix_ms = integer(value)?;
+                if unix_ms <= 0 {
+                    return Err(RedisError::Str(ERR_BAD_HOLD));
+                }
+                options.hold = Some(Hold::Until(unix_ms));
+            } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
             }
-            (name, user, qty, Some(id(request_id, ERR_BAD_REQUEST)?))
         }
-        [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
-        _ => return Err(RedisError::WrongArity),
+        if options.hold.is_some() && options.request_id.is_none() {
+            return Err(RedisError::Str(ERR_HOLD_WITHOUT_ID));
+        }
+        Ok(options)
+    }
+}
+
+/// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
+pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, user, qty, options @ ..] = args else {
+        return Err(RedisError::WrongArity);
     };
     let user = id(user, ERR_BAD_USER)?;
     let qty = positive(qty)?;
+    let options = DeductOptions::parse(options)?;
     let mut key = ItemKey::open_read(ctx, name);
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    // Only a sale window reads the clock, and only where this server decides:
-    // a replica or an AOF replay applies what its master already accepted.
-    let moment = if item.window().is_always_open() || master_decided(ctx) {
-        Moment::Decided
-    } else {
-        Moment::At(now_ms())
+    release_due_holds(ctx, name, item);
+    // The clock is read only for a sale window or a relative hold, and only
+    // where this server decides: a replica or an AOF replay applies what its
+    // master already accepted.
+    let needs_clock = !item.window().is_always_open() || matches!(options.hold, Some(Hold::For(_)));
+    let now = (needs_clock && !master_decided(ctx)).then(now_ms);
+    let moment = match now {
+        Some(now) if !item.window().is_always_open() => Moment::At(now),
+        _ => Moment::Decided,
     };
-    let reply = match item.deduct(user, qty, request_id, moment)? {
+    let hold_until = match options.hold {
+        None => None,
+        Some(Hold::Until(unix_ms)) => Some(unix_ms),
+        Some(Hold::For(millis)) => Some(
+            now.unwrap_or_else(now_ms)
+                .checked_add(millis)
+                .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
+        ),
+    };
+    let outcome = item.deduct(user, qty, options.request_id, moment, hold_until)?;
+    let reply = match outcome {
         Deduction::Bought { remaining } => {
-            record_change(ctx, name, c"seckill.deduct");
+            match (options.hold, hold_until, options.request_id) {
+                // A relative hold read the clock: send the deadline it reached.
+                (Some(Hold::For(_)), Some(unix_ms), Some(request_id)) => {
+                    signal_modified(ctx, name);
+                    let qty = qty.to_string();
+                    let unix_ms = unix_ms.to_string();
+                    let effect: [&[u8]; 7] = [
+                        name.as_bytes(),
+                        user,
+                        qty.as_bytes(),
+                        b"ID",
+                        request_id,
+                        b"HOLDUNTIL",
+                        unix_ms.as_bytes(),
+                    ];
+                    ctx.replicate("SECKILL.DEDUCT", effect.as_slice());
+                    notify(ctx, name, c"seckill.deduct");
+                }
+                _ => record_change(ctx, name, c"seckill.deduct"),
+            }
+            if let Some(unix_ms) = hold_until {
+                sweeper::schedule(ctx, name.as_bytes(), unix_ms);
+            }
             remaining
         }
         Deduction::Replayed { remaining } => remaining,
@@ -309,6 +425,87 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     Ok(RedisValue::Integer(reply))
 }
 
+/// SECKILL.CONFIRM key request_id
+pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    release_due_holds(ctx, name, item);
+    Ok(RedisValue::Integer(match item.confirm(request_id) {
+        Confirmation::Confirmed => {
+            record_change(ctx, name, c"seckill.confirm");
+            1
+        }
+        Confirmation::AlreadyConfirmed => 0,
+        Confirmation::Invalid => REQUEST_REFUNDED,
+    }))
+}
+
+/// SECKILL.RELEASE key request_id [request_id ...]: lets the named holds
+/// lapse now. The master replicates its releases by clock this way.
+pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_ids @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if request_ids.is_empty() {
+        return Err(RedisError::WrongArity);
+    }
+    let request_ids = request_ids
+        .iter()
+        .map(|request_id| id(request_id, ERR_BAD_REQUEST))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let released = item.release(&request_ids);
+    if released > 0 {
+        record_change(ctx, name, c"seckill.expire");
+    }
+    Ok(RedisValue::Integer(released as i64))
+}
+
+/// SECKILL.HOLDS key [user]: pending holds, earliest deadline first, each
+/// as [request_id, user, qty, deadline].
+pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let (name, user) = match args {
+        [_, name] => (name, None),
+        [_, name, user] => (name, Some(id(user, ERR_BAD_USER)?)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let holds = item
+        .pending_holds(now_ms())
+        .filter(|(_, request)| user.is_none_or(|user| request.user == user))
+        .map(|(request_id, request)| {
+            RedisValue::Array(vec![
+                RedisValue::StringBuffer(request_id.to_vec()),
+                RedisValue::StringBuffer(request.user.to_vec()),
+                RedisValue::Integer(request.qty),
+                RedisValue::Integer(request.deadline),
+            ])
+        })
+        .collect();
+    Ok(RedisValue::Array(holds))
+}
+
+/// An item's counters as reads report them: as if every lapsed hold were
+/// released already, without writing anything.
+fn stats_now(item: &SaleItem) -> crate::sale_item::ItemStats {
+    match item.next_deadline() {
+        Some(_) => item.stats_at(now_ms()),
+        None => item.stats(),
+    }
+}
+
 /// SECKILL.GET key
 pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name] = args else {
@@ -316,7 +513,7 @@ pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let key = ItemKey::open_read(ctx, name);
     Ok(match key.item()? {
-        Some(item) => RedisValue::Integer(item.remaining()),
+        Some(item) => RedisValue::Integer(stats_now(item).stock),
         None => RedisValue::Null,
     })
 }
@@ -329,6 +526,9 @@ pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user, ERR_BAD_USER)?;
     let key = ItemKey::open_read(ctx, name);
     Ok(match key.item()? {
+        Some(item) if item.next_deadline().is_some() => {
+            RedisValue::Integer(item.bought_at(user, now_ms()))
+        }
         Some(item) => RedisValue::Integer(item.bought(user)),
         None => RedisValue::Null,
     })
@@ -344,6 +544,7 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    release_due_holds(ctx, name, item);
     let returned = item.refund(request_id)?;
     if returned > 0 {
         record_change(ctx, name, c"seckill.refund");
@@ -362,6 +563,7 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    release_due_holds(ctx, name, item);
     item.set_window(window);
     record_change(ctx, name, c"seckill.window");
     Ok(RedisValue::Integer(1))
@@ -376,8 +578,8 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let stats = item.stats();
-    let fields: [(&str, i64); 11] = [
+    let stats = stats_now(item);
+    let fields: [(&str, i64); 14] = [
         ("stock", stats.stock),
         ("unlimited", i64::from(stats.unlimited)),
         ("limit", stats.limit),
@@ -385,6 +587,9 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
         ("added", stats.added),
         ("sold", stats.sold),
         ("refunded", stats.refunded),
+        ("held", stats.held),
+        ("holds", i64::try_from(stats.holds).unwrap_or(i64::MAX)),
+        ("expired", stats.expired),
         ("buyers", i64::try_from(stats.buyers).unwrap_or(i64::MAX)),
         (
             "requests",

@@ -19,6 +19,7 @@ mod commands;
 mod item_key;
 mod persistence;
 pub mod sale_item;
+mod sweeper;
 
 use persistence::SALE_ITEM_TYPE;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
@@ -64,7 +65,7 @@ type EntryPoint =
 /// Every command: name, entry point, flags. Each takes its item key as the
 /// first argument (first key 1, last key 1, step 1), so cluster clients route
 /// it and ACL key patterns apply with nothing else declared.
-fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 9] {
+fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 12] {
     [
         // SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
         (
@@ -78,11 +79,23 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 9] {
             entry_point!(commands::add),
             c"write deny-oom fast",
         ),
-        // SECKILL.DEDUCT key user qty [ID request_id]
+        // SECKILL.DEDUCT key user qty [ID request_id] [HOLD s | HOLDUNTIL unix-ms]
         (
             c"seckill.deduct",
             entry_point!(commands::deduct),
             c"write deny-oom fast",
+        ),
+        // SECKILL.CONFIRM key request_id
+        (
+            c"seckill.confirm",
+            entry_point!(commands::confirm),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.RELEASE key request_id [request_id ...]
+        (
+            c"seckill.release",
+            entry_point!(commands::release),
+            c"write deny-oom",
         ),
         // SECKILL.REFUND key request_id
         (
@@ -108,6 +121,8 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 9] {
             entry_point!(commands::bought),
             c"readonly fast",
         ),
+        // SECKILL.HOLDS key [user]
+        (c"seckill.holds", entry_point!(commands::holds), c"readonly"),
         // SECKILL.INFO key
         (
             c"seckill.info",
@@ -145,6 +160,7 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    sweeper::start(ctx);
     Status::Ok
 }
 

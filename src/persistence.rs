@@ -12,8 +12,9 @@ use std::os::raw::{c_char, c_int, c_void};
 
 /// Encoding version handed to Redis with every saved item. A loader accepts
 /// this version and every older one, and refuses newer ones. Version 2 added
-/// the sale window (the chunk header carries its own format version too).
-pub const ENCODING_VERSION: i32 = 2;
+/// the sale window, version 3 holds (the chunk header carries its own format
+/// version too).
+pub const ENCODING_VERSION: i32 = 3;
 
 pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
     "seckill--",
@@ -134,6 +135,9 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         stats.added,
         stats.sold,
         stats.refunded,
+        stats.expired,
+        stats.window.start,
+        stats.window.end,
     ] {
         add_integer(md, field);
     }
@@ -154,7 +158,8 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         );
         add_integer(md, request.qty);
         add_integer(md, request.reply);
-        add_integer(md, i64::from(request.refunded));
+        add_integer(md, i64::from(request.state.code()));
+        add_integer(md, request.deadline);
         end(md);
     }
 }

@@ -5,8 +5,9 @@
 pub mod codec;
 mod ledger;
 
-pub use ledger::RequestView;
-use ledger::{Ledger, Lookup};
+use ledger::{Ledger, Lookup, NewRequest};
+pub use ledger::{RequestState, RequestView};
+use std::collections::BTreeSet;
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -44,7 +45,8 @@ pub enum Deduction {
     },
     SoldOut,
     LimitExceeded,
-    /// The request id bought once and was refunded; it may not buy again.
+    /// The request id bought once and was refunded, or held and let lapse;
+    /// it may not buy again.
     Refunded,
     /// The sale window has not opened yet.
     NotStarted,
@@ -120,6 +122,19 @@ pub enum ItemError {
     /// A sale window's bounds are negative, or its end does not follow its
     /// start.
     BadWindow,
+    /// A hold is found again by its request id, so it needs one.
+    HoldWithoutId,
+}
+
+/// What a CONFIRM did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Confirmation {
+    /// A pending hold became a purchase now.
+    Confirmed,
+    /// The purchase was final already.
+    AlreadyConfirmed,
+    /// The request id is unknown, refunded, or its hold lapsed.
+    Invalid,
 }
 
 impl From<ledger::Full> for ItemError {
@@ -142,6 +157,12 @@ pub struct ItemStats {
     pub added: i64,
     pub sold: i64,
     pub refunded: i64,
+    /// Units in pending holds.
+    pub held: i64,
+    /// Pending holds.
+    pub holds: usize,
+    /// Units given back by holds that lapsed.
+    pub expired: i64,
     pub buyers: usize,
     pub requests: usize,
     pub window: Window,
@@ -159,6 +180,13 @@ pub struct SaleItem {
     sold: i64,
     /// Units ever given back by refunds.
     refunded: i64,
+    /// Units ever given back by holds that lapsed.
+    expired: i64,
+    /// Units in pending holds; they count as sold until confirmed, refunded
+    /// or lapsed.
+    held: i64,
+    /// Pending holds by deadline (Unix ms) and request record.
+    holds: BTreeSet<(i64, u32)>,
     window: Window,
     /// What every buyer holds, and every purchase made with a request id.
     ledger: Ledger,
@@ -183,6 +211,9 @@ impl SaleItem {
             added: 0,
             sold: 0,
             refunded: 0,
+            expired: 0,
+            held: 0,
+            holds: BTreeSet::new(),
             window: Window::default(),
             ledger: Ledger::default(),
         }
@@ -222,6 +253,9 @@ impl SaleItem {
             added: self.added,
             sold: self.sold,
             refunded: self.refunded,
+            held: self.held,
+            holds: self.holds.len(),
+            expired: self.expired,
             buyers: self.ledger.holder_count(),
             requests: self.ledger.request_count(),
             window: self.window,
@@ -248,13 +282,17 @@ impl SaleItem {
 
     /// Sells `qty` units to `user` if the sale window, the stock and the
     /// user's limit allow, recording the purchase under `request_id` when
-    /// one is given.
+    /// one is given. With `hold_until` (Unix ms; it needs a request id) the
+    /// units are reserved until CONFIRM, REFUND or that deadline. Due holds
+    /// are the caller's to release first (`release_due`), so that it can
+    /// replicate the release.
     pub fn deduct(
         &mut self,
         user: &[u8],
         qty: i64,
         request_id: Option<&[u8]>,
         moment: Moment,
+        hold_until: Option<i64>,
     ) -> Result<Deduction, ItemError> {
         if qty <= 0 {
             return Err(ItemError::NonPositiveQuantity);
@@ -262,18 +300,20 @@ impl SaleItem {
         if !valid_id(user) || !request_id.is_none_or(valid_id) {
             return Err(ItemError::BadId);
         }
+        if hold_until.is_some() && request_id.is_none() {
+            return Err(ItemError::HoldWithoutId);
+        }
         let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
             Some(Lookup::Found(handle)) => {
                 let request = self.ledger.request(handle);
                 if request.user != user || request.qty != qty {
                     return Err(ItemError::RequestMismatch);
                 }
-                return Ok(if request.refunded {
-                    Deduction::Refunded
-                } else {
-                    Deduction::Replayed {
+                return Ok(match request.state {
+                    RequestState::Refunded | RequestState::Expired => Deduction::Refunded,
+                    RequestState::Purchased | RequestState::Held => Deduction::Replayed {
                         remaining: request.reply,
-                    }
+                    },
                 });
             }
             Some(Lookup::Missing(hash)) => Some(hash),
@@ -303,6 +343,10 @@ impl SaleItem {
             None => return Err(ItemError::Overflow),
         };
         let sold = self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
+        let held = match hold_until {
+            Some(_) => self.held.checked_add(qty).ok_or(ItemError::Overflow)?,
+            None => self.held,
+        };
 
         let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
@@ -310,12 +354,154 @@ impl SaleItem {
         };
         let remaining = stock.remaining();
         if let (Some(id), Some(hash)) = (request_id, request_hash) {
-            self.ledger.add_request(hash, id, &buyer, qty, remaining)?;
+            let request = NewRequest {
+                qty,
+                reply: remaining,
+                state: if hold_until.is_some() {
+                    RequestState::Held
+                } else {
+                    RequestState::Purchased
+                },
+                deadline: hold_until.unwrap_or(0).max(0),
+            };
+            let handle = self.ledger.add_request(hash, id, &buyer, request)?;
+            if hold_until.is_some() {
+                self.holds.insert((request.deadline, handle));
+            }
         }
         self.ledger.set_units(&mut buyer, now_held);
         self.stock = stock;
         self.sold = sold;
+        self.held = held;
         Ok(Deduction::Bought { remaining })
+    }
+
+    /// Turns the pending hold under `request_id` into a purchase for good.
+    pub fn confirm(&mut self, request_id: &[u8]) -> Confirmation {
+        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
+            return Confirmation::Invalid;
+        };
+        let request = self.ledger.request(handle);
+        match request.state {
+            RequestState::Purchased => Confirmation::AlreadyConfirmed,
+            RequestState::Refunded | RequestState::Expired => Confirmation::Invalid,
+            RequestState::Held => {
+                self.holds.remove(&(request.deadline, handle));
+                self.held = self.held.saturating_sub(request.qty).max(0);
+                self.ledger.set_state(handle, RequestState::Purchased);
+                Confirmation::Confirmed
+            }
+        }
+    }
+
+    /// The earliest deadline among pending holds.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.holds.first().map(|(deadline, _)| *deadline)
+    }
+
+    /// Releases at most `max` holds whose deadline is `now` or earlier:
+    /// their units go back to the stock and to their users' quotas. Returns
+    /// the request ids released, for the caller to replicate and announce.
+    pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Vec<u8>> {
+        let due: Vec<(i64, u32)> = self
+            .holds
+            .range(..=(now, u32::MAX))
+            .take(max)
+            .copied()
+            .collect();
+        due.into_iter().map(|hold| self.lapse(hold)).collect()
+    }
+
+    /// Releases the named holds whatever the time: what a replica or an AOF
+    /// replay does when its master released them. Returns how many were
+    /// still pending.
+    pub fn release(&mut self, request_ids: &[&[u8]]) -> usize {
+        let mut released = 0;
+        for id in request_ids {
+            let Lookup::Found(handle) = self.ledger.find_request(id) else {
+                continue;
+            };
+            let request = self.ledger.request(handle);
+            if request.state == RequestState::Held {
+                self.lapse((request.deadline, handle));
+                released += 1;
+            }
+        }
+        released
+    }
+
+    /// Ends one pending hold as lapsed; returns its request id.
+    fn lapse(&mut self, (deadline, handle): (i64, u32)) -> Vec<u8> {
+        self.holds.remove(&(deadline, handle));
+        let request = self.ledger.request(handle);
+        let qty = request.qty;
+        let id = self.ledger.request_id(handle).to_vec();
+        if let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) {
+            let units = buyer.units.saturating_sub(qty).max(0);
+            self.ledger.set_units(&mut buyer, units);
+        }
+        if let Stock::Limited(units) = self.stock {
+            self.stock = Stock::Limited(units.saturating_add(qty));
+        }
+        self.held = self.held.saturating_sub(qty).max(0);
+        self.expired = self.expired.saturating_add(qty);
+        self.ledger.set_state(handle, RequestState::Expired);
+        id
+    }
+
+    /// Pending holds, earliest deadline first: (request id, user, qty,
+    /// deadline). Those due at `now` are left out: they are as good as
+    /// released.
+    pub fn pending_holds(&self, now: i64) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
+        self.holds
+            .range((now.saturating_add(1), 0)..)
+            .map(|(_, handle)| {
+                (
+                    self.ledger.request_id(*handle),
+                    self.ledger.request(*handle),
+                )
+            })
+    }
+
+    /// The item's counters as they will be once every hold due at `now` is
+    /// released, without releasing anything: what reads report.
+    pub fn stats_at(&self, now: i64) -> ItemStats {
+        let mut stats = self.stats();
+        let mut lapsing_users: Vec<(&[u8], i64)> = Vec::new();
+        for (_, handle) in self.holds.range(..=(now, u32::MAX)) {
+            let request = self.ledger.request(*handle);
+            stats.held -= request.qty;
+            stats.holds -= 1;
+            stats.expired = stats.expired.saturating_add(request.qty);
+            if let Stock::Limited(_) = self.stock {
+                stats.stock = stats.stock.saturating_add(request.qty);
+            }
+            match lapsing_users
+                .iter_mut()
+                .find(|(user, _)| *user == request.user)
+            {
+                Some((_, units)) => *units += request.qty,
+                None => lapsing_users.push((request.user, request.qty)),
+            }
+        }
+        for (user, lapsing) in lapsing_users {
+            if self.bought(user) > 0 && self.bought(user) <= lapsing {
+                stats.buyers -= 1;
+            }
+        }
+        stats
+    }
+
+    /// Units `user` will hold once every hold due at `now` is released.
+    pub fn bought_at(&self, user: &[u8], now: i64) -> i64 {
+        let lapsing: i64 = self
+            .holds
+            .range(..=(now, u32::MAX))
+            .map(|(_, handle)| self.ledger.request(*handle))
+            .filter(|request| request.user == user)
+            .map(|request| request.qty)
+            .sum();
+        self.bought(user).saturating_sub(lapsing).max(0)
     }
 
     /// Gives back the units bought under `request_id`, once. Returns the
@@ -325,10 +511,10 @@ impl SaleItem {
             return Ok(0);
         };
         let request = self.ledger.request(handle);
-        if request.refunded {
+        let (state, deadline, qty) = (request.state, request.deadline, request.qty);
+        if matches!(state, RequestState::Refunded | RequestState::Expired) {
             return Ok(0);
         }
-        let qty = request.qty;
         let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) else {
             // Every request names a stored buyer; a damaged item refunds
             // nothing rather than guess.
@@ -346,7 +532,11 @@ impl SaleItem {
         let now_held = buyer.units.saturating_sub(qty).max(0);
 
         self.ledger.set_units(&mut buyer, now_held);
-        self.ledger.mark_refunded(handle);
+        if state == RequestState::Held {
+            self.holds.remove(&(deadline, handle));
+            self.held = self.held.saturating_sub(qty).max(0);
+        }
+        self.ledger.set_state(handle, RequestState::Refunded);
         self.stock = stock;
         self.refunded = refunded;
         Ok(qty)

@@ -13,6 +13,7 @@ const BAD_USER: &str = "ERR user id must be 1 to 128 bytes";
 const BAD_REQUEST: &str = "ERR request id must be 1 to 128 bytes";
 const OVERFLOW: &str = "ERR increment or decrement would overflow";
 const BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
+const BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
 const BAD_WINDOW: &str =
     "ERR START and END must be non-negative Unix times in milliseconds, END after START";
 
@@ -48,7 +49,7 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         ),
         (
             &["SECKILL.DEDUCT", "sku:1", "a", "1", "ID", "r", "x"],
-            arity("seckill.deduct"),
+            SYNTAX.into(),
         ),
         (&["SECKILL.GET"], arity("seckill.get")),
         (&["SECKILL.GET", "sku:1", "extra"], arity("seckill.get")),
@@ -128,6 +129,79 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
             &["SECKILL.DEDUCT", "sku:1", "alice", "1", "IDX", "r2"],
             SYNTAX.into(),
         ),
+        // Holds.
+        (
+            &["SECKILL.DEDUCT", "sku:1", "a", "1", "HOLD", "10"],
+            "ERR HOLD requires ID".into(),
+        ),
+        (
+            &["SECKILL.DEDUCT", "sku:1", "a", "1", "ID", "h", "HOLD", "0"],
+            BAD_HOLD.into(),
+        ),
+        (
+            &["SECKILL.DEDUCT", "sku:1", "a", "1", "ID", "h", "HOLD", "-1"],
+            BAD_HOLD.into(),
+        ),
+        (
+            &["SECKILL.DEDUCT", "sku:1", "a", "1", "ID", "h", "HOLD", "x"],
+            NOT_INTEGER.into(),
+        ),
+        (
+            &[
+                "SECKILL.DEDUCT",
+                "sku:1",
+                "a",
+                "1",
+                "ID",
+                "h",
+                "HOLD",
+                "9223372036854775807",
+            ],
+            BAD_HOLD.into(),
+        ),
+        (
+            &[
+                "SECKILL.DEDUCT",
+                "sku:1",
+                "a",
+                "1",
+                "ID",
+                "h",
+                "HOLDUNTIL",
+                "0",
+            ],
+            BAD_HOLD.into(),
+        ),
+        (
+            &[
+                "SECKILL.DEDUCT",
+                "sku:1",
+                "a",
+                "1",
+                "ID",
+                "h",
+                "HOLD",
+                "1",
+                "HOLDUNTIL",
+                "5",
+            ],
+            SYNTAX.into(),
+        ),
+        (
+            &["SECKILL.DEDUCT", "sku:1", "a", "1", "ID", "h", "ID", "i"],
+            SYNTAX.into(),
+        ),
+        (&["SECKILL.CONFIRM", "sku:1"], arity("seckill.confirm")),
+        (&["SECKILL.CONFIRM", "sku:1", ""], BAD_REQUEST.into()),
+        (&["SECKILL.CONFIRM", "plain", "r1"], WRONGTYPE.into()),
+        (&["SECKILL.RELEASE", "sku:1"], arity("seckill.release")),
+        (&["SECKILL.RELEASE", "sku:1", "r1", ""], BAD_REQUEST.into()),
+        (&["SECKILL.HOLDS"], arity("seckill.holds")),
+        (
+            &["SECKILL.HOLDS", "sku:1", "a", "b"],
+            arity("seckill.holds"),
+        ),
+        (&["SECKILL.HOLDS", "plain"], WRONGTYPE.into()),
         // Sale windows.
         (&["SECKILL.INIT", "new", "1", "START"], SYNTAX.into()),
         (

@@ -17,6 +17,9 @@ const COMMANDS: &[&str] = &[
     "SECKILL.INFO",
     "SECKILL.LOADCHUNK",
     "SECKILL.WINDOW",
+    "SECKILL.CONFIRM",
+    "SECKILL.RELEASE",
+    "SECKILL.HOLDS",
 ];
 
 /// Arguments biased towards what the parsers look for.
@@ -31,6 +34,8 @@ fn argument() -> impl Strategy<Value = Vec<u8>> {
         Just(b"PXAT".to_vec()),
         Just(b"REPLACE".to_vec()),
         Just(b"START".to_vec()),
+        Just(b"HOLD".to_vec()),
+        Just(b"HOLDUNTIL".to_vec()),
         Just(b"END".to_vec()),
         Just(b"UNLIMITED".to_vec()),
         Just(b"9223372036854775807".to_vec()),

@@ -7,26 +7,34 @@
 //!
 //! ```text
 //! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
-//!           [start end:i64, from version 2] buyers:u64 requests:u64
+//!           [start end:i64] [expired:i64] buyers:u64 requests:u64
 //! buyers:   'B' count:u32 { user_len:u8 user units:i64 }*
-//! requests: 'R' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 refunded:u8 }*
+//! requests: 'Q' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 state:u8
+//!           deadline:i64 }*
 //! ```
+//! Version 2 added the sale window to the header, version 3 the units
+//! expired by lapsed holds (`expired:i64` after the window) and the 'Q'
+//! request chunk, whose state replaces the refunded flag of the older 'R'
+//! chunk (`refunded:u8` after `reply`). Older chunks stay readable.
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
 
-use super::ledger::{Buyer, Ledger, Lookup};
+use super::ledger::{Buyer, Ledger, Lookup, NewRequest, RequestState};
 use super::{SaleItem, Stock, Window, MAX_ID_LEN};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Bumped whenever the layout changes; older versions stay readable.
-/// Version 2 added the sale window.
-pub const FORMAT_VERSION: u8 = 2;
+/// Version 2 added the sale window, version 3 holds.
+pub const FORMAT_VERSION: u8 = 3;
 
 pub const RECORDS_PER_CHUNK: usize = 1024;
 
 const HEADER_TAG: u8 = b'H';
 const BUYERS_TAG: u8 = b'B';
-const REQUESTS_TAG: u8 = b'R';
+/// Requests as the first release wrote them, with a refunded flag.
+const REFUNDABLE_REQUESTS_TAG: u8 = b'R';
+/// Requests with their state and hold deadline.
+const REQUESTS_TAG: u8 = b'Q';
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeError(pub &'static str);
@@ -62,6 +70,7 @@ impl SaleItem {
             self.refunded,
             self.window.start,
             self.window.end,
+            self.expired,
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
@@ -91,7 +100,8 @@ impl SaleItem {
                 put_id(&mut out, request.user);
                 out.extend_from_slice(&request.qty.to_le_bytes());
                 out.extend_from_slice(&request.reply.to_le_bytes());
-                out.push(u8::from(request.refunded));
+                out.push(request.state.code());
+                out.extend_from_slice(&request.deadline.to_le_bytes());
             }
             emit(&out);
         }
@@ -124,12 +134,18 @@ impl SaleItem {
             added: input.non_negative()?,
             sold: input.non_negative()?,
             refunded: input.non_negative()?,
+            expired: 0,
+            held: 0,
+            holds: BTreeSet::new(),
             window: Window::default(),
             ledger: Ledger::default(),
         };
         if version >= 2 {
             let (start, end) = (input.non_negative()?, input.non_negative()?);
             item.window = Window::new(start, end).map_err(|_| DecodeError("bad sale window"))?;
+        }
+        if version >= 3 {
+            item.expired = input.non_negative()?;
         }
         let expected = Expected {
             buyers: input.u64()?,
@@ -144,7 +160,7 @@ impl SaleItem {
     pub fn load_chunk(&mut self, chunk: &[u8]) -> Result<usize, DecodeError> {
         let mut input = Reader(chunk);
         let tag = input.u8()?;
-        if tag != BUYERS_TAG && tag != REQUESTS_TAG {
+        if tag != BUYERS_TAG && tag != REQUESTS_TAG && tag != REFUNDABLE_REQUESTS_TAG {
             return Err(DecodeError("unknown chunk"));
         }
         let count = input.u32()? as usize;
@@ -182,12 +198,24 @@ impl SaleItem {
                     return Err(DecodeError("request of nothing"));
                 }
                 let reply = input.non_negative()?;
-                let refunded = match input.u8()? {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(DecodeError("bad refunded flag")),
+                let (state, deadline) = if tag == REQUESTS_TAG {
+                    let state = RequestState::from_code(input.u8()?)
+                        .ok_or(DecodeError("bad request state"))?;
+                    (state, input.non_negative()?)
+                } else {
+                    match input.u8()? {
+                        0 => (RequestState::Purchased, 0),
+                        1 => (RequestState::Refunded, 0),
+                        _ => return Err(DecodeError("bad refunded flag")),
+                    }
                 };
-                records.push((id, user, qty, reply, refunded));
+                let request = NewRequest {
+                    qty,
+                    reply,
+                    state,
+                    deadline,
+                };
+                records.push((id, user, request));
             }
             input.finish()?;
             let mut seen = HashSet::with_capacity(count);
@@ -196,18 +224,18 @@ impl SaleItem {
                     return Err(DecodeError("duplicate request id"));
                 }
             }
-            for (id, user, qty, reply, refunded) in records {
+            for (id, user, request) in records {
                 let buyer = self.buyer_for_load(user)?;
                 let Lookup::Missing(hash) = self.ledger.find_request(id) else {
                     return Err(DecodeError("duplicate request id"));
                 };
-                self.ledger
-                    .add_request(hash, id, &buyer, qty, reply)
+                let handle = self
+                    .ledger
+                    .add_request(hash, id, &buyer, request)
                     .map_err(|_| DecodeError("item too large"))?;
-                if refunded {
-                    if let Lookup::Found(handle) = self.ledger.find_request(id) {
-                        self.ledger.mark_refunded(handle);
-                    }
+                if request.state == RequestState::Held {
+                    self.holds.insert((request.deadline, handle));
+                    self.held = self.held.saturating_add(request.qty);
                 }
             }
         }

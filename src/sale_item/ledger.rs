@@ -13,7 +13,7 @@
 //! Record layouts in the arena:
 //! ```text
 //! buyer:    len:u8 name
-//! request:  len:u8 id  refunded:u8  buyer:u32  qty:varint  reply:varint
+//! request:  len:u8 id  state:u8  buyer:u32  qty:varint  reply:varint  deadline:varint
 //! ```
 
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -212,14 +212,58 @@ impl BuyerEntry {
     }
 }
 
+/// Where a purchase made under a request id stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RequestState {
+    /// Bought for good: without a hold, or a hold that was confirmed.
+    Purchased,
+    Refunded,
+    /// A reservation awaiting CONFIRM until its deadline.
+    Held,
+    /// A reservation whose deadline passed unconfirmed.
+    Expired,
+}
+
+impl RequestState {
+    pub fn code(self) -> u8 {
+        match self {
+            RequestState::Purchased => 0,
+            RequestState::Refunded => 1,
+            RequestState::Held => 2,
+            RequestState::Expired => 3,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<RequestState> {
+        Some(match code {
+            0 => RequestState::Purchased,
+            1 => RequestState::Refunded,
+            2 => RequestState::Held,
+            3 => RequestState::Expired,
+            _ => return None,
+        })
+    }
+}
+
 /// A purchase recorded under a request id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RequestView<'a> {
     pub user: &'a [u8],
     pub qty: i64,
     /// The remaining stock the purchase replied with.
     pub reply: i64,
-    pub refunded: bool,
+    pub state: RequestState,
+    /// Unix ms a hold lapses at; 0 for a purchase made without a hold.
+    pub deadline: i64,
+}
+
+/// What `add_request` stores besides the id and the buyer.
+#[derive(Clone, Copy, Debug)]
+pub struct NewRequest {
+    pub qty: i64,
+    pub reply: i64,
+    pub state: RequestState,
+    pub deadline: i64,
 }
 
 /// Where a lookup found a record, or the hash to insert one with.
@@ -322,7 +366,10 @@ impl Ledger {
         let record = self.arena.record(handle);
         let id_len = leading_id(record).len();
         let mut rest = record.get(1 + id_len..).unwrap_or(&[]);
-        let refunded = rest.first().is_some_and(|flag| *flag != 0);
+        let state = rest
+            .first()
+            .and_then(|code| RequestState::from_code(*code))
+            .unwrap_or(RequestState::Purchased);
         let user = rest
             .get(1..5)
             .and_then(|bytes| bytes.try_into().ok())
@@ -330,45 +377,54 @@ impl Ledger {
         rest = rest.get(5..).unwrap_or(&[]);
         let qty = take_varint(&mut rest) as i64;
         let reply = take_varint(&mut rest) as i64;
+        let deadline = take_varint(&mut rest) as i64;
         RequestView {
             user: self.id_at(user),
             qty,
             reply,
-            refunded,
+            state,
+            deadline,
         }
     }
 
     /// Records a purchase by `buyer`; `hash` comes from `find_request`.
+    /// Returns the record's handle.
     pub fn add_request(
         &mut self,
         hash: u64,
         id: &[u8],
         buyer: &Buyer,
-        qty: i64,
-        reply: i64,
-    ) -> Result<(), Full> {
-        let (mut qty_bytes, mut reply_bytes) = ([0; 10], [0; 10]);
+        request: NewRequest,
+    ) -> Result<u32, Full> {
+        let mut numbers = [[0; 10]; 3];
+        let [qty_bytes, reply_bytes, deadline_bytes] = &mut numbers;
         let handle = self.arena.push(&[
             &[id.len() as u8],
             id,
-            &[0],
+            &[request.state.code()],
             &buyer.name.to_le_bytes(),
-            put_varint(&mut qty_bytes, qty as u64),
-            put_varint(&mut reply_bytes, reply as u64),
+            put_varint(qty_bytes, request.qty as u64),
+            put_varint(reply_bytes, request.reply as u64),
+            put_varint(deadline_bytes, request.deadline as u64),
         ])?;
         let (hasher, arena) = (&self.hasher, &self.arena);
         self.requests.insert(hash, handle, |handle| {
             hasher.hash_one(leading_id(arena.record(*handle)))
         });
-        Ok(())
+        Ok(handle)
     }
 
-    pub fn mark_refunded(&mut self, handle: u32) {
+    pub fn set_state(&mut self, handle: u32, state: RequestState) {
         let record = self.arena.record_mut(handle);
-        let flag = 1 + record.first().map_or(0, |len| usize::from(*len));
-        if let Some(refunded) = record.get_mut(flag) {
-            *refunded = 1;
+        let at = 1 + record.first().map_or(0, |len| usize::from(*len));
+        if let Some(code) = record.get_mut(at) {
+            *code = state.code();
         }
+    }
+
+    /// The request id of the record at `handle`.
+    pub fn request_id(&self, handle: u32) -> &[u8] {
+        self.id_at(handle)
     }
 
     /// Buyers holding at least one unit, with their units.

@@ -13,7 +13,7 @@ fn limited(stock: i64, limit: i64) -> SaleItem {
 fn deduct_takes_stock_and_records_the_buyer() {
     let mut item = limited(10, 0);
     assert_eq!(
-        item.deduct(b"alice", 3, None, NOW),
+        item.deduct(b"alice", 3, None, NOW, None),
         Ok(Deduction::Bought { remaining: 7 })
     );
     assert_eq!(item.bought(b"alice"), 3);
@@ -27,7 +27,7 @@ fn deduct_beyond_stock_is_sold_out_and_changes_nothing() {
     let mut item = limited(2, 0);
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 3, Some(b"r1"), NOW),
+        item.deduct(b"alice", 3, Some(b"r1"), NOW, None),
         Ok(Deduction::SoldOut)
     );
     assert_eq!(item, before);
@@ -37,27 +37,30 @@ fn deduct_beyond_stock_is_sold_out_and_changes_nothing() {
 fn deduct_of_the_last_units_leaves_zero() {
     let mut item = limited(2, 0);
     assert_eq!(
-        item.deduct(b"alice", 2, None, NOW),
+        item.deduct(b"alice", 2, None, NOW, None),
         Ok(Deduction::Bought { remaining: 0 })
     );
-    assert_eq!(item.deduct(b"bob", 1, None, NOW), Ok(Deduction::SoldOut));
+    assert_eq!(
+        item.deduct(b"bob", 1, None, NOW, None),
+        Ok(Deduction::SoldOut)
+    );
 }
 
 #[test]
 fn limit_caps_what_one_user_holds() {
     let mut item = limited(10, 2);
     assert_eq!(
-        item.deduct(b"alice", 2, None, NOW),
+        item.deduct(b"alice", 2, None, NOW, None),
         Ok(Deduction::Bought { remaining: 8 })
     );
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 1, None, NOW),
+        item.deduct(b"alice", 1, None, NOW, None),
         Ok(Deduction::LimitExceeded)
     );
     assert_eq!(item, before);
     assert_eq!(
-        item.deduct(b"bob", 1, None, NOW),
+        item.deduct(b"bob", 1, None, NOW, None),
         Ok(Deduction::Bought { remaining: 7 })
     );
 }
@@ -65,21 +68,24 @@ fn limit_caps_what_one_user_holds() {
 #[test]
 fn sold_out_is_reported_before_the_limit() {
     let mut item = limited(1, 1);
-    item.deduct(b"alice", 1, None, NOW).unwrap();
-    assert_eq!(item.deduct(b"alice", 1, None, NOW), Ok(Deduction::SoldOut));
+    item.deduct(b"alice", 1, None, NOW, None).unwrap();
+    assert_eq!(
+        item.deduct(b"alice", 1, None, NOW, None),
+        Ok(Deduction::SoldOut)
+    );
 }
 
 #[test]
 fn replayed_request_gets_the_same_reply_and_changes_nothing() {
     let mut item = limited(10, 0);
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r1"), NOW),
+        item.deduct(b"alice", 2, Some(b"r1"), NOW, None),
         Ok(Deduction::Bought { remaining: 8 })
     );
-    item.deduct(b"bob", 1, None, NOW).unwrap();
+    item.deduct(b"bob", 1, None, NOW, None).unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r1"), NOW),
+        item.deduct(b"alice", 2, Some(b"r1"), NOW, None),
         Ok(Deduction::Replayed { remaining: 8 })
     );
     assert_eq!(item, before);
@@ -88,9 +94,9 @@ fn replayed_request_gets_the_same_reply_and_changes_nothing() {
 #[test]
 fn replay_is_answered_even_when_sold_out() {
     let mut item = limited(1, 0);
-    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW, None).unwrap();
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1"), NOW),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW, None),
         Ok(Deduction::Replayed { remaining: 0 })
     );
 }
@@ -98,14 +104,14 @@ fn replay_is_answered_even_when_sold_out() {
 #[test]
 fn request_id_is_bound_to_its_user_and_quantity() {
     let mut item = limited(10, 0);
-    item.deduct(b"alice", 2, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 2, Some(b"r1"), NOW, None).unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"bob", 2, Some(b"r1"), NOW),
+        item.deduct(b"bob", 2, Some(b"r1"), NOW, None),
         Err(ItemError::RequestMismatch)
     );
     assert_eq!(
-        item.deduct(b"alice", 3, Some(b"r1"), NOW),
+        item.deduct(b"alice", 3, Some(b"r1"), NOW, None),
         Err(ItemError::RequestMismatch)
     );
     assert_eq!(item, before);
@@ -114,7 +120,7 @@ fn request_id_is_bound_to_its_user_and_quantity() {
 #[test]
 fn refund_restores_stock_and_quota_once() {
     let mut item = limited(5, 2);
-    item.deduct(b"alice", 2, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 2, Some(b"r1"), NOW, None).unwrap();
     assert_eq!(item.refund(b"r1"), Ok(2));
     assert_eq!(item.remaining(), 5);
     assert_eq!(item.bought(b"alice"), 0);
@@ -125,7 +131,7 @@ fn refund_restores_stock_and_quota_once() {
     assert_eq!(item, before);
     // The quota is free again for a new request.
     assert_eq!(
-        item.deduct(b"alice", 2, Some(b"r2"), NOW),
+        item.deduct(b"alice", 2, Some(b"r2"), NOW, None),
         Ok(Deduction::Bought { remaining: 3 })
     );
 }
@@ -133,11 +139,11 @@ fn refund_restores_stock_and_quota_once() {
 #[test]
 fn refunded_request_cannot_buy_again() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW, None).unwrap();
     item.refund(b"r1").unwrap();
     let before = item.clone();
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1"), NOW),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW, None),
         Ok(Deduction::Refunded)
     );
     assert_eq!(item, before);
@@ -154,8 +160,8 @@ fn refund_of_an_unknown_request_returns_nothing() {
 #[test]
 fn refund_keeps_other_units_of_the_same_user() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
-    item.deduct(b"alice", 2, Some(b"r2"), NOW).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW, None).unwrap();
+    item.deduct(b"alice", 2, Some(b"r2"), NOW, None).unwrap();
     assert_eq!(item.refund(b"r1"), Ok(1));
     assert_eq!(item.bought(b"alice"), 2);
 }
@@ -164,7 +170,7 @@ fn refund_keeps_other_units_of_the_same_user() {
 fn unlimited_item_never_runs_out() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
     assert_eq!(
-        item.deduct(b"alice", i64::MAX, None, NOW),
+        item.deduct(b"alice", i64::MAX, None, NOW, None),
         Ok(Deduction::Bought {
             remaining: UNLIMITED_STOCK
         })
@@ -177,9 +183,9 @@ fn unlimited_item_never_runs_out() {
 #[test]
 fn unlimited_item_still_enforces_the_limit() {
     let mut item = SaleItem::new(Stock::Unlimited, 1);
-    item.deduct(b"alice", 1, None, NOW).unwrap();
+    item.deduct(b"alice", 1, None, NOW, None).unwrap();
     assert_eq!(
-        item.deduct(b"alice", 1, None, NOW),
+        item.deduct(b"alice", 1, None, NOW, None),
         Ok(Deduction::LimitExceeded)
     );
 }
@@ -187,7 +193,7 @@ fn unlimited_item_still_enforces_the_limit() {
 #[test]
 fn add_restocks_and_counts() {
     let mut item = limited(1, 0);
-    item.deduct(b"alice", 1, None, NOW).unwrap();
+    item.deduct(b"alice", 1, None, NOW, None).unwrap();
     assert_eq!(item.add(4), Ok(Restock::Added { remaining: 4 }));
     assert_eq!(item.stats().added, 4);
 }
@@ -195,7 +201,7 @@ fn add_restocks_and_counts() {
 #[test]
 fn add_that_would_overflow_is_refused_and_changes_nothing() {
     let mut item = limited(i64::MAX - 1, 0);
-    item.deduct(b"alice", 5, None, NOW).unwrap();
+    item.deduct(b"alice", 5, None, NOW, None).unwrap();
     let before = item.clone();
     // Remaining stock has room, but everything supplied would not fit.
     assert_eq!(item.add(2), Err(ItemError::Overflow));
@@ -211,9 +217,9 @@ fn add_that_would_overflow_is_refused_and_changes_nothing() {
 #[test]
 fn huge_quantity_over_a_limit_is_limit_exceeded_not_overflow() {
     let mut item = SaleItem::new(Stock::Unlimited, 3);
-    item.deduct(b"alice", 1, None, NOW).unwrap();
+    item.deduct(b"alice", 1, None, NOW, None).unwrap();
     assert_eq!(
-        item.deduct(b"alice", i64::MAX, None, NOW),
+        item.deduct(b"alice", i64::MAX, None, NOW, None),
         Ok(Deduction::LimitExceeded)
     );
 }
@@ -221,9 +227,12 @@ fn huge_quantity_over_a_limit_is_limit_exceeded_not_overflow() {
 #[test]
 fn sold_counter_overflow_is_refused() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
-    item.deduct(b"alice", i64::MAX, None, NOW).unwrap();
+    item.deduct(b"alice", i64::MAX, None, NOW, None).unwrap();
     let before = item.clone();
-    assert_eq!(item.deduct(b"bob", 1, None, NOW), Err(ItemError::Overflow));
+    assert_eq!(
+        item.deduct(b"bob", 1, None, NOW, None),
+        Err(ItemError::Overflow)
+    );
     assert_eq!(item, before);
 }
 
@@ -231,7 +240,7 @@ fn sold_counter_overflow_is_refused() {
 fn non_positive_quantities_are_refused() {
     let mut item = limited(5, 0);
     assert_eq!(
-        item.deduct(b"alice", 0, None, NOW),
+        item.deduct(b"alice", 0, None, NOW, None),
         Err(ItemError::NonPositiveQuantity)
     );
     assert_eq!(item.add(-1), Err(ItemError::NonPositiveQuantity));
@@ -258,7 +267,7 @@ fn codec_round_trips_a_large_ledger_in_several_chunks() {
     for n in 0..3_000 {
         let user = format!("user{}", n % 1_500);
         let id = format!("req{n}");
-        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW)
+        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None)
             .unwrap();
     }
     item.refund(b"req7").unwrap();
@@ -283,7 +292,7 @@ fn codec_refuses_a_newer_format() {
 #[test]
 fn codec_refuses_a_duplicate_record_without_loading_any() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, None, NOW).unwrap();
+    item.deduct(b"alice", 1, None, NOW, None).unwrap();
     let mut chunks = Vec::new();
     item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
     let (mut loaded, _) = SaleItem::decode_header(&chunks[0]).unwrap();
@@ -296,7 +305,7 @@ fn codec_refuses_a_duplicate_record_without_loading_any() {
 #[test]
 fn codec_refuses_fewer_records_than_the_header_announced() {
     let mut item = limited(5, 0);
-    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW, None).unwrap();
     let mut chunks = Vec::new();
     item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
     let (mut loaded, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
@@ -314,11 +323,11 @@ fn operations_on_inconsistent_counters_do_not_panic() {
     item.added = i64::MAX;
     assert_eq!(item.add(1), Err(ItemError::Overflow));
     assert_eq!(
-        item.deduct(b"alice", 1, Some(b"r1"), NOW),
+        item.deduct(b"alice", 1, Some(b"r1"), NOW, None),
         Err(ItemError::Overflow)
     );
     item.sold = 0;
-    item.deduct(b"alice", 1, Some(b"r1"), NOW).unwrap();
+    item.deduct(b"alice", 1, Some(b"r1"), NOW, None).unwrap();
     assert_eq!(item.refund(b"r1"), Err(ItemError::Overflow));
     item.refunded = 0;
     // The user's units vanished (a damaged item): the refund still returns
@@ -337,16 +346,23 @@ enum Op {
         user: u8,
         qty: i64,
         request: Option<u8>,
+        /// Hold for this many ms from the current time (needs a request).
+        hold: Option<i64>,
     },
     Refund(u8),
+    Confirm(u8),
+    /// Time passes, then due holds are released.
+    Wait(i64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         1 => (1i64..20).prop_map(Op::Add),
-        6 => (0u8..8, 1i64..4, proptest::option::of(0u8..24))
-            .prop_map(|(user, qty, request)| Op::Deduct { user, qty, request }),
+        6 => (0u8..8, 1i64..4, proptest::option::of(0u8..24), proptest::option::of(1i64..50))
+            .prop_map(|(user, qty, request, hold)| Op::Deduct { user, qty, request, hold }),
         2 => (0u8..24).prop_map(Op::Refund),
+        2 => (0u8..24).prop_map(Op::Confirm),
+        2 => (0i64..40).prop_map(Op::Wait),
     ]
 }
 
@@ -362,20 +378,29 @@ fn check_invariants(item: &SaleItem) {
     let stats = item.stats();
     assert!(stats.stock >= 0, "stock went negative");
     assert_eq!(
-        stats.stock + stats.sold - stats.refunded,
+        stats.stock + stats.sold - stats.refunded - stats.expired,
         stats.initial + stats.added,
-        "remaining + sold - refunded must equal what was supplied"
+        "remaining + sold - refunded - expired must equal what was supplied"
     );
     let held: i64 = item.buyers().map(|(_, units)| units).sum();
     assert_eq!(
         held,
-        stats.sold - stats.refunded,
-        "buyers hold what was sold"
+        stats.sold - stats.refunded - stats.expired,
+        "buyers hold what was sold and not given back"
     );
     if stats.limit > 0 {
         assert!(item.buyers().all(|(_, units)| units <= stats.limit));
     }
     assert!(item.buyers().all(|(_, units)| units > 0));
+    let pending: Vec<_> = item
+        .requests()
+        .filter(|(_, request)| request.state == RequestState::Held)
+        .collect();
+    assert_eq!(pending.len(), stats.holds, "every held request is indexed");
+    assert_eq!(
+        pending.iter().map(|(_, request)| request.qty).sum::<i64>(),
+        stats.held
+    );
 }
 
 proptest! {
@@ -386,7 +411,10 @@ proptest! {
         ops in proptest::collection::vec(op(), 0..200),
     ) {
         let mut item = limited(stock, limit);
+        let mut now = 1_000i64;
         for op in ops {
+            // Writes release due holds first, as the command layer does.
+            item.release_due(now, usize::MAX);
             let before = item.clone();
             match op {
                 Op::Add(qty) => {
@@ -395,10 +423,12 @@ proptest! {
                         Ok(Restock::Added { remaining: before.remaining() + qty })
                     );
                 }
-                Op::Deduct { user, qty, request } => {
+                Op::Deduct { user, qty, request, hold } => {
                     let user = user_name(user);
                     let request = request.map(request_name);
-                    let outcome = item.deduct(&user, qty, request.as_deref(), NOW);
+                    let hold = hold.filter(|_| request.is_some()).map(|ms| now + ms);
+                    let outcome =
+                        item.deduct(&user, qty, request.as_deref(), Moment::At(now), hold);
                     match outcome {
                         Ok(Deduction::Bought { remaining }) => {
                             prop_assert_eq!(remaining, before.remaining() - qty);
@@ -412,10 +442,11 @@ proptest! {
                             let bought_again = matches!(outcome, Ok(Deduction::Bought { .. }));
                             prop_assert!(!bought_again, "a known request id bought again");
                             if previous.user == user.as_slice() && previous.qty == qty {
-                                let expected = if previous.refunded {
-                                    Deduction::Refunded
-                                } else {
-                                    Deduction::Replayed { remaining: previous.reply }
+                                let expected = match previous.state {
+                                    RequestState::Refunded | RequestState::Expired => {
+                                        Deduction::Refunded
+                                    }
+                                    _ => Deduction::Replayed { remaining: previous.reply },
                                 };
                                 prop_assert_eq!(outcome, Ok(expected));
                             }
@@ -426,7 +457,9 @@ proptest! {
                     let id = request_name(request);
                     let returned = item.refund(&id).unwrap();
                     match before.request(&id) {
-                        Some(taken) if !taken.refunded => {
+                        Some(taken)
+                            if matches!(taken.state, RequestState::Purchased | RequestState::Held) =>
+                        {
                             prop_assert_eq!(returned, taken.qty);
                             prop_assert_eq!(item.remaining(), before.remaining() + taken.qty);
                             prop_assert_eq!(
@@ -442,6 +475,30 @@ proptest! {
                             prop_assert_eq!(&item, &before);
                         }
                     }
+                }
+                Op::Confirm(request) => {
+                    let id = request_name(request);
+                    let confirmation = item.confirm(&id);
+                    let expected = match before.request(&id).map(|r| r.state) {
+                        Some(RequestState::Held) => Confirmation::Confirmed,
+                        Some(RequestState::Purchased) => Confirmation::AlreadyConfirmed,
+                        _ => Confirmation::Invalid,
+                    };
+                    prop_assert_eq!(confirmation, expected);
+                    // Confirming changes no stock and no quota.
+                    prop_assert_eq!(item.remaining(), before.remaining());
+                    prop_assert_eq!(item.stats().sold, before.stats().sold);
+                }
+                Op::Wait(ms) => {
+                    now += ms;
+                    // Reads before the release already report its result.
+                    let promised = item.stats_at(now);
+                    let promised_bought: Vec<i64> =
+                        (0..8).map(|user| item.bought_at(&user_name(user), now)).collect();
+                    item.release_due(now, usize::MAX);
+                    prop_assert_eq!(promised, item.stats());
+                    let bought: Vec<i64> = (0..8).map(|user| item.bought(&user_name(user))).collect();
+                    prop_assert_eq!(promised_bought, bought);
                 }
             }
             check_invariants(&item);
@@ -466,7 +523,7 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
     for n in 0..count {
         let user = format!("user:{n}");
         let id = format!("order:{n}");
-        item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW)
+        item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW, None)
             .unwrap();
     }
     for n in (0..count).step_by(7) {
@@ -476,7 +533,7 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
         let request = item.request(id.as_bytes()).expect("recorded request");
         assert_eq!((request.user, request.qty), (user.as_bytes(), 1 + n % 3));
         assert_eq!(
-            item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW),
+            item.deduct(user.as_bytes(), 1 + n % 3, Some(id.as_bytes()), NOW, None),
             Ok(Deduction::Replayed {
                 remaining: UNLIMITED_STOCK
             })
@@ -492,12 +549,15 @@ fn a_ledger_large_enough_to_split_its_indexes_finds_every_record() {
 fn ids_beyond_the_bound_are_refused_by_the_item_itself() {
     let mut item = limited(5, 0);
     let long = [b'x'; MAX_ID_LEN + 1];
-    assert_eq!(item.deduct(&long, 1, None, NOW), Err(ItemError::BadId));
     assert_eq!(
-        item.deduct(b"alice", 1, Some(&long), NOW),
+        item.deduct(&long, 1, None, NOW, None),
         Err(ItemError::BadId)
     );
-    assert_eq!(item.deduct(b"", 1, None, NOW), Err(ItemError::BadId));
+    assert_eq!(
+        item.deduct(b"alice", 1, Some(&long), NOW, None),
+        Err(ItemError::BadId)
+    );
+    assert_eq!(item.deduct(b"", 1, None, NOW, None), Err(ItemError::BadId));
     assert_eq!(item, limited(5, 0));
 }
 
@@ -508,17 +568,20 @@ fn the_window_opens_at_start_and_closes_at_end() {
     let before = item.clone();
     let at = Moment::At;
     assert_eq!(
-        item.deduct(b"a", 1, None, at(1_999)),
+        item.deduct(b"a", 1, None, at(1_999), None),
         Ok(Deduction::NotStarted)
     );
-    assert_eq!(item.deduct(b"a", 1, None, at(3_000)), Ok(Deduction::Ended));
+    assert_eq!(
+        item.deduct(b"a", 1, None, at(3_000), None),
+        Ok(Deduction::Ended)
+    );
     assert_eq!(item, before, "refusals record nothing");
     assert_eq!(
-        item.deduct(b"a", 1, None, at(2_000)),
+        item.deduct(b"a", 1, None, at(2_000), None),
         Ok(Deduction::Bought { remaining: 9 })
     );
     assert_eq!(
-        item.deduct(b"b", 1, None, at(2_999)),
+        item.deduct(b"b", 1, None, at(2_999), None),
         Ok(Deduction::Bought { remaining: 8 })
     );
 }
@@ -528,16 +591,16 @@ fn a_window_with_one_open_side_bounds_only_the_other() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
     assert!(matches!(
-        item.deduct(b"a", 1, None, Moment::At(1)),
+        item.deduct(b"a", 1, None, Moment::At(1), None),
         Ok(Deduction::Bought { .. })
     ));
     item.set_window(Window::new(5_000, 0).unwrap());
     assert_eq!(
-        item.deduct(b"a", 1, None, Moment::At(1)),
+        item.deduct(b"a", 1, None, Moment::At(1), None),
         Ok(Deduction::NotStarted)
     );
     assert!(matches!(
-        item.deduct(b"a", 1, None, Moment::At(i64::MAX)),
+        item.deduct(b"a", 1, None, Moment::At(i64::MAX), None),
         Ok(Deduction::Bought { .. })
     ));
 }
@@ -546,10 +609,10 @@ fn a_window_with_one_open_side_bounds_only_the_other() {
 fn a_replay_after_the_window_closed_still_gets_its_reply() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
-    item.deduct(b"a", 1, Some(b"r1"), Moment::At(4_999))
+    item.deduct(b"a", 1, Some(b"r1"), Moment::At(4_999), None)
         .unwrap();
     assert_eq!(
-        item.deduct(b"a", 1, Some(b"r1"), Moment::At(6_000)),
+        item.deduct(b"a", 1, Some(b"r1"), Moment::At(6_000), None),
         Ok(Deduction::Replayed { remaining: 9 })
     );
 }
@@ -559,7 +622,7 @@ fn a_decided_moment_skips_the_window() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
     assert_eq!(
-        item.deduct(b"a", 1, None, Moment::Decided),
+        item.deduct(b"a", 1, None, Moment::Decided, None),
         Ok(Deduction::Bought { remaining: 9 })
     );
 }
@@ -589,4 +652,131 @@ fn codec_keeps_the_window_and_reads_version_1_headers() {
     let (loaded, _) = SaleItem::decode_header(&header).unwrap();
     assert_eq!(loaded, limited(7, 2));
     assert!(loaded.window().is_always_open());
+}
+
+fn hold(item: &mut SaleItem, user: &[u8], id: &[u8], until: i64) -> Result<Deduction, ItemError> {
+    item.deduct(user, 1, Some(id), Moment::At(0), Some(until))
+}
+
+#[test]
+fn a_lapsed_hold_returns_stock_and_quota_and_its_id_is_spent() {
+    let mut item = limited(1, 1);
+    assert_eq!(
+        hold(&mut item, b"alice", b"r1", 500),
+        Ok(Deduction::Bought { remaining: 0 })
+    );
+    assert_eq!(item.stats().held, 1);
+    assert_eq!(item.release_due(499, usize::MAX), Vec::<Vec<u8>>::new());
+    assert_eq!(item.release_due(500, usize::MAX), vec![b"r1".to_vec()]);
+    assert_eq!(item.remaining(), 1);
+    assert_eq!(item.bought(b"alice"), 0);
+    let stats = item.stats();
+    assert_eq!((stats.held, stats.holds, stats.expired), (0, 0, 1));
+    assert_eq!(
+        hold(&mut item, b"alice", b"r1", 900),
+        Ok(Deduction::Refunded),
+        "a retried DEDUCT of a lapsed hold gets -4"
+    );
+    assert_eq!(item.confirm(b"r1"), Confirmation::Invalid);
+    assert!(matches!(
+        hold(&mut item, b"alice", b"r2", 900),
+        Ok(Deduction::Bought { .. })
+    ));
+}
+
+#[test]
+fn a_confirmed_hold_is_kept_past_its_deadline() {
+    let mut item = limited(2, 0);
+    hold(&mut item, b"alice", b"r1", 500).unwrap();
+    assert_eq!(item.confirm(b"r1"), Confirmation::Confirmed);
+    assert_eq!(item.confirm(b"r1"), Confirmation::AlreadyConfirmed);
+    assert!(item.release_due(10_000, usize::MAX).is_empty());
+    assert_eq!(item.bought(b"alice"), 1);
+    assert_eq!(item.stats().held, 0);
+    assert_eq!(
+        item.request(b"r1").map(|r| r.state),
+        Some(RequestState::Purchased)
+    );
+}
+
+#[test]
+fn refunding_a_pending_hold_releases_it_once() {
+    let mut item = limited(2, 0);
+    hold(&mut item, b"alice", b"r1", 500).unwrap();
+    assert_eq!(item.refund(b"r1"), Ok(1));
+    assert_eq!(item.refund(b"r1"), Ok(0));
+    assert!(item.release_due(10_000, usize::MAX).is_empty());
+    let stats = item.stats();
+    assert_eq!(
+        (stats.stock, stats.held, stats.refunded, stats.expired),
+        (2, 0, 1, 0)
+    );
+}
+
+#[test]
+fn a_hold_needs_a_request_id() {
+    let mut item = limited(2, 0);
+    assert_eq!(
+        item.deduct(b"alice", 1, None, NOW, Some(5_000)),
+        Err(ItemError::HoldWithoutId)
+    );
+}
+
+#[test]
+fn release_by_id_ignores_holds_already_settled() {
+    let mut item = limited(3, 0);
+    hold(&mut item, b"a", b"r1", 500).unwrap();
+    hold(&mut item, b"b", b"r2", 500).unwrap();
+    item.confirm(b"r2");
+    assert_eq!(item.release(&[b"r1", b"r2", b"unknown"]), 1);
+    assert_eq!(item.release(&[b"r1"]), 0);
+    assert_eq!(item.remaining(), 2);
+}
+
+#[test]
+fn releases_are_bounded_per_step() {
+    let mut item = limited(10, 0);
+    for n in 0..5u8 {
+        hold(&mut item, &[b'u', n], &[b'r', n], 100 + i64::from(n)).unwrap();
+    }
+    assert_eq!(item.release_due(1_000, 2).len(), 2);
+    assert_eq!(item.next_deadline(), Some(102));
+    assert_eq!(item.release_due(1_000, 10).len(), 3);
+    assert_eq!(item.next_deadline(), None);
+}
+
+#[test]
+fn codec_keeps_holds_and_reads_older_request_chunks() {
+    let mut item = limited(5, 0);
+    hold(&mut item, b"alice", b"r1", 500).unwrap();
+    hold(&mut item, b"bob", b"r2", 600).unwrap();
+    item.release_due(500, usize::MAX);
+    item.deduct(b"carol", 1, Some(b"r3"), NOW, None).unwrap();
+    let loaded = round_trip(&item).unwrap();
+    assert_eq!(loaded, item);
+    assert_eq!(loaded.next_deadline(), Some(600));
+
+    // A request chunk as the first release wrote it ('R', refunded flag).
+    let mut old = limited(5, 0);
+    old.deduct(b"alice", 2, None, NOW, None).unwrap();
+    let mut chunk = vec![b'R'];
+    chunk.extend_from_slice(&2u32.to_le_bytes());
+    for (id, flag) in [(&b"r1"[..], 0u8), (&b"r2"[..], 1)] {
+        chunk.push(id.len() as u8);
+        chunk.extend_from_slice(id);
+        chunk.push(5);
+        chunk.extend_from_slice(b"alice");
+        chunk.extend_from_slice(&1i64.to_le_bytes());
+        chunk.extend_from_slice(&4i64.to_le_bytes());
+        chunk.push(flag);
+    }
+    old.load_chunk(&chunk).unwrap();
+    assert_eq!(
+        old.request(b"r1").map(|r| r.state),
+        Some(RequestState::Purchased)
+    );
+    assert_eq!(
+        old.request(b"r2").map(|r| r.state),
+        Some(RequestState::Refunded)
+    );
 }

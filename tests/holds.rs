@@ -1,0 +1,319 @@
+//! Reservations that lapse on their own: a hold takes units out of stock
+//! until CONFIRM, REFUND or its deadline; the master releases lapsed holds
+//! and replicates the release, so replicas and AOF replays end identical.
+
+mod common;
+
+use common::{info_field, ok, server_info, snapshot, wait_until, Server};
+use redis::{Connection, Value};
+use std::time::Duration;
+
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn server_now_ms(con: &mut Connection) -> i64 {
+    let time: Vec<i64> = ok(con, &["TIME"]);
+    time[0] * 1000 + time[1] / 1000
+}
+
+/// DEDUCT key user 1 ID id HOLDUNTIL now+ms; returns the deadline.
+fn hold_for(con: &mut Connection, key: &str, user: &str, id: &str, ms: i64) -> (i64, i64) {
+    let deadline = server_now_ms(con) + ms;
+    let reply: i64 = ok(
+        con,
+        &[
+            "SECKILL.DEDUCT",
+            key,
+            user,
+            "1",
+            "ID",
+            id,
+            "HOLDUNTIL",
+            &deadline.to_string(),
+        ],
+    );
+    (reply, deadline)
+}
+
+/// Turns item events on and subscribes `listener` to those of database 0.
+fn events<'a>(server: &Server, listener: &'a mut Connection) -> redis::PubSub<'a> {
+    ok::<String>(
+        &mut server.client(),
+        &["CONFIG", "SET", "notify-keyspace-events", "Ed"],
+    );
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .psubscribe("__keyevent@0__:seckill.*")
+        .expect("psubscribe");
+    pubsub.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    pubsub
+}
+
+fn next_event(pubsub: &mut redis::PubSub) -> String {
+    let message = pubsub.get_message().expect("an event in time");
+    message
+        .get_channel_name()
+        .trim_start_matches("__keyevent@0__:")
+        .to_owned()
+}
+
+#[test]
+fn a_lapsed_hold_frees_stock_and_quota_even_if_nobody_writes() {
+    let server = Server::start();
+    let mut listener = server.client();
+    let mut pubsub = events(&server, &mut listener);
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "1", "LIMIT", "1"]);
+    let (reply, _) = hold_for(&mut con, "sku:1", "alice", "h1", 300);
+    assert_eq!(reply, 0);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", "bob", "1"]),
+        -1
+    );
+    assert_eq!(info_field(&mut con, "sku:1", "held"), 1);
+
+    // Nothing writes to the item: the module's own sweep releases the hold.
+    assert_eq!(next_event(&mut pubsub), "seckill.init");
+    assert_eq!(next_event(&mut pubsub), "seckill.deduct");
+    assert_eq!(next_event(&mut pubsub), "seckill.expire");
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 1);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:1", "alice"]),
+        0
+    );
+    assert_eq!(info_field(&mut con, "sku:1", "held"), 0);
+    assert_eq!(info_field(&mut con, "sku:1", "expired"), 1);
+    let retry: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:1", "alice", "1", "ID", "h1"],
+    );
+    assert_eq!(retry, -4, "a retried DEDUCT of a lapsed hold");
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]), -4);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", "bob", "1"]),
+        0
+    );
+}
+
+#[test]
+fn reads_report_a_lapsed_hold_as_released_before_anything_writes() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "3"]);
+    let (_, deadline) = hold_for(&mut con, "sku:1", "alice", "h1", 200);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 2);
+    wait_until("the deadline", PATIENCE, || {
+        server_now_ms(&mut con) > deadline
+    });
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 3);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:1", "alice"]),
+        0
+    );
+    assert_eq!(info_field(&mut con, "sku:1", "holds"), 0);
+    assert_eq!(
+        ok::<Vec<Value>>(&mut con, &["SECKILL.HOLDS", "sku:1"]),
+        vec![]
+    );
+}
+
+#[test]
+fn a_confirmed_hold_stays_sold() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    let (_, deadline) = hold_for(&mut con, "sku:1", "alice", "h1", 400);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]), 0);
+    wait_until("the deadline", PATIENCE, || {
+        server_now_ms(&mut con) > deadline + 300
+    });
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 4);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:1", "alice"]),
+        1
+    );
+    assert_eq!(info_field(&mut con, "sku:1", "expired"), 0);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "unknown"]),
+        -4
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "nope", "h1"]), -3);
+}
+
+#[test]
+fn a_confirm_after_the_deadline_is_refused() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    let (_, deadline) = hold_for(&mut con, "sku:1", "alice", "h1", 200);
+    wait_until("the deadline", PATIENCE, || {
+        server_now_ms(&mut con) > deadline
+    });
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]), -4);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 5);
+}
+
+#[test]
+fn refund_releases_a_hold_or_rolls_back_a_confirmed_purchase() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    hold_for(&mut con, "sku:1", "alice", "h1", 60_000);
+    hold_for(&mut con, "sku:1", "bob", "h2", 60_000);
+    ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h2"]);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "h1"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "h2"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "h1"]), 0);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 5);
+    assert_eq!(info_field(&mut con, "sku:1", "held"), 0);
+    assert_eq!(info_field(&mut con, "sku:1", "refunded"), 2);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]), -4);
+}
+
+#[test]
+fn holds_lists_pending_holds_earliest_first() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    let (_, late) = hold_for(&mut con, "sku:1", "alice", "h1", 90_000);
+    let (_, early) = hold_for(&mut con, "sku:1", "bob", "h2", 60_000);
+    hold_for(&mut con, "sku:1", "carol", "h3", 70_000);
+    ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h3"]);
+    let all: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
+    assert_eq!(
+        all,
+        vec![
+            ("h2".to_owned(), "bob".to_owned(), 1, early),
+            ("h1".to_owned(), "alice".to_owned(), 1, late),
+        ]
+    );
+    let alices: Vec<(String, String, i64, i64)> =
+        ok(&mut con, &["SECKILL.HOLDS", "sku:1", "alice"]);
+    assert_eq!(alices, vec![("h1".to_owned(), "alice".to_owned(), 1, late)]);
+    assert_eq!(
+        ok::<Value>(&mut con, &["SECKILL.HOLDS", "nope"]),
+        Value::Nil
+    );
+    assert_eq!(info_field(&mut con, "sku:1", "holds"), 2);
+    assert_eq!(info_field(&mut con, "sku:1", "held"), 2);
+}
+
+#[test]
+fn hold_seconds_reach_the_replica_as_the_masters_deadline() {
+    let master = Server::start();
+    ok::<String>(
+        &mut master.client(),
+        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+    );
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut replica_con = replica.client();
+    wait_until("the replica to sync", Duration::from_secs(30), || {
+        server_info(&mut replica_con, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:1",
+            "alice",
+            "1",
+            "ID",
+            "h1",
+            "HOLD",
+            "600",
+        ],
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let on_master: Value = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
+    let on_replica: Value = ok(&mut replica_con, &["SECKILL.HOLDS", "sku:1"]);
+    assert_eq!(on_master, on_replica);
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        snapshot(&mut con, "sku:1")
+    );
+}
+
+#[test]
+fn replica_and_aof_hold_the_identical_item_after_holds_lapse_on_the_master() {
+    let mut master = Server::start_with(&["--appendonly", "yes"]);
+    ok::<String>(
+        &mut master.client(),
+        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+    );
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut replica_con = replica.client();
+    wait_until("the replica to sync", Duration::from_secs(30), || {
+        server_info(&mut replica_con, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "20", "LIMIT", "2"]);
+    // One deadline for every hold, so that one sweep releases them all.
+    let deadline = (server_now_ms(&mut con) + 400).to_string();
+    for n in 0..12 {
+        let (user, id) = (format!("user:{n}"), format!("h{n}"));
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "sku:1",
+                &user,
+                "1",
+                "ID",
+                &id,
+                "HOLDUNTIL",
+                &deadline,
+            ],
+        );
+    }
+    for n in (0..12).step_by(3) {
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", &format!("h{n}")]);
+    }
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "h1"]);
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", "walk-in", "1"]);
+    let mut listener = master.client();
+    let mut pubsub = events(&master, &mut listener);
+    assert_eq!(next_event(&mut pubsub), "seckill.expire");
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+
+    let on_master = snapshot(&mut con, "sku:1");
+    assert_eq!(info_field(&mut con, "sku:1", "expired"), 7);
+    assert_eq!(info_field(&mut con, "sku:1", "holds"), 0);
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        on_master,
+        "replica differs"
+    );
+    assert!(common::command_calls(&mut replica_con, "seckill.release") >= 1);
+    master.restart();
+    let mut con = master.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
+}
+
+#[test]
+fn holds_fire_their_keyspace_events() {
+    let server = Server::start();
+    let mut listener = server.client();
+    let mut pubsub = events(&server, &mut listener);
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    hold_for(&mut con, "sku:1", "alice", "h1", 60_000);
+    ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h1"]);
+    hold_for(&mut con, "sku:1", "bob", "h2", 60_000);
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:1", "h2"]);
+    hold_for(&mut con, "sku:1", "carol", "h3", 200);
+    let seen: Vec<String> = (0..7).map(|_| next_event(&mut pubsub)).collect();
+    assert_eq!(
+        seen,
+        [
+            "seckill.init",
+            "seckill.deduct",
+            "seckill.confirm",
+            "seckill.deduct",
+            "seckill.refund",
+            "seckill.deduct",
+            "seckill.expire"
+        ]
+    );
+}
