@@ -633,6 +633,9 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
             .item_mut()?
             .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
         item.load_chunk(payload).map_err(bad_chunk)?;
+        if let Some(deadline) = item.next_deadline() {
+            sweeper::schedule(ctx, name.as_bytes(), deadline);
+        }
         record_change(ctx, name, c"seckill.load");
     }
     Ok(RedisValue::SimpleStringStatic("OK"))

@@ -54,7 +54,12 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     match load_item(rdb, encver) {
-        Ok(item) => Box::into_raw(Box::new(item)).cast::<c_void>(),
+        Ok(item) => {
+            if let Some(deadline) = item.next_deadline() {
+                schedule_loaded(rdb, deadline);
+            }
+            Box::into_raw(Box::new(item)).cast::<c_void>()
+        }
         Err(DecodeError(reason)) => {
             log_io_error(rdb, reason);
             std::ptr::null_mut()
@@ -75,6 +80,23 @@ fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, De
     }
     item.check_loaded(expected)?;
     Ok(item)
+}
+
+/// Puts an item loaded with pending holds (from an RDB file, a full sync or
+/// RESTORE) on the sweep's schedule, under the key it is loaded into.
+fn schedule_loaded(rdb: *mut raw::RedisModuleIO, deadline: i64) {
+    let (Some(key_name), Some(db_id)) = (
+        redis_api!(RedisModule_GetKeyNameFromIO),
+        redis_api!(RedisModule_GetDbIdFromIO),
+    ) else {
+        return;
+    };
+    // SAFETY: both read the IO context Redis passed to `rdb_load`.
+    let (name, db) = unsafe { (key_name(rdb), db_id(rdb)) };
+    if !name.is_null() {
+        let key = redis_module::RedisString::string_as_slice(name);
+        crate::sweeper::schedule_in(db, key, deadline);
+    }
 }
 
 fn log_io_error(rdb: *mut raw::RedisModuleIO, reason: &str) {

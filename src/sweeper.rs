@@ -30,6 +30,11 @@ static SCHEDULE: Mutex<BTreeSet<(i64, c_int, Vec<u8>)>> = Mutex::new(BTreeSet::n
 pub fn schedule(ctx: &Context, key: &[u8], deadline: i64) {
     // SAFETY: the context is valid for the duration of the call.
     let db = redis_api!(RedisModule_GetSelectedDb).map_or(0, |f| unsafe { f(ctx.get_raw()) });
+    schedule_in(db, key, deadline);
+}
+
+/// Puts the item at `key` in database `db` on the schedule for `deadline`.
+pub fn schedule_in(db: c_int, key: &[u8], deadline: i64) {
     if let Ok(mut schedule) = SCHEDULE.lock() {
         schedule.insert((deadline, db, key.to_vec()));
     }

@@ -317,3 +317,23 @@ fn holds_fire_their_keyspace_events() {
         ]
     );
 }
+
+#[test]
+fn pending_holds_survive_a_restart_and_still_lapse_on_their_own() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
+    hold_for(&mut con, "sku:1", "alice", "h1", 3_000);
+    hold_for(&mut con, "sku:1", "bob", "h2", 60_000);
+    let holds: Value = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
+    ok::<String>(&mut con, &["SAVE"]);
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(ok::<Value>(&mut con, &["SECKILL.HOLDS", "sku:1"]), holds);
+    // The restarted server learns of the hold from the file alone.
+    let mut listener = server.client();
+    let mut pubsub = events(&server, &mut listener);
+    assert_eq!(next_event(&mut pubsub), "seckill.expire");
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 4);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h2"]), 1);
+}
