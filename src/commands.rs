@@ -513,7 +513,10 @@ pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let key = ItemKey::open_read(ctx, name);
     Ok(match key.item()? {
-        Some(item) => RedisValue::Integer(stats_now(item).stock),
+        Some(item) if item.next_deadline().is_some() => {
+            RedisValue::Integer(item.remaining_at(now_ms()))
+        }
+        Some(item) => RedisValue::Integer(item.remaining()),
         None => RedisValue::Null,
     })
 }

@@ -7,7 +7,7 @@ mod ledger;
 
 use ledger::{Ledger, Lookup, NewRequest};
 pub use ledger::{RequestState, RequestView};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -185,8 +185,9 @@ pub struct SaleItem {
     /// Units in pending holds; they count as sold until confirmed, refunded
     /// or lapsed.
     held: i64,
-    /// Pending holds by deadline (Unix ms) and request record.
-    holds: BTreeSet<(i64, u32)>,
+    /// Units of each pending hold, by deadline (Unix ms) and request record:
+    /// reads sum the lapsed ones without touching the ledger.
+    holds: BTreeMap<(i64, u32), i64>,
     window: Window,
     /// What every buyer holds, and every purchase made with a request id.
     ledger: Ledger,
@@ -213,7 +214,7 @@ impl SaleItem {
             refunded: 0,
             expired: 0,
             held: 0,
-            holds: BTreeSet::new(),
+            holds: BTreeMap::new(),
             window: Window::default(),
             ledger: Ledger::default(),
         }
@@ -366,7 +367,7 @@ impl SaleItem {
             };
             let handle = self.ledger.add_request(hash, id, &buyer, request)?;
             if hold_until.is_some() {
-                self.holds.insert((request.deadline, handle));
+                self.holds.insert((request.deadline, handle), qty);
             }
         }
         self.ledger.set_units(&mut buyer, now_held);
@@ -396,7 +397,9 @@ impl SaleItem {
 
     /// The earliest deadline among pending holds.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.holds.first().map(|(deadline, _)| *deadline)
+        self.holds
+            .first_key_value()
+            .map(|((deadline, _), _)| *deadline)
     }
 
     /// Releases at most `max` holds whose deadline is `now` or earlier:
@@ -407,7 +410,7 @@ impl SaleItem {
             .holds
             .range(..=(now, u32::MAX))
             .take(max)
-            .copied()
+            .map(|(hold, _)| *hold)
             .collect();
         due.into_iter().map(|hold| self.lapse(hold)).collect()
     }
@@ -455,7 +458,7 @@ impl SaleItem {
     pub fn pending_holds(&self, now: i64) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
         self.holds
             .range((now.saturating_add(1), 0)..)
-            .map(|(_, handle)| {
+            .map(|((_, handle), _)| {
                 (
                     self.ledger.request_id(*handle),
                     self.ledger.request(*handle),
@@ -468,7 +471,7 @@ impl SaleItem {
     pub fn stats_at(&self, now: i64) -> ItemStats {
         let mut stats = self.stats();
         let mut lapsing_users: Vec<(&[u8], i64)> = Vec::new();
-        for (_, handle) in self.holds.range(..=(now, u32::MAX)) {
+        for ((_, handle), _) in self.holds.range(..=(now, u32::MAX)) {
             let request = self.ledger.request(*handle);
             stats.held -= request.qty;
             stats.holds -= 1;
@@ -492,12 +495,23 @@ impl SaleItem {
         stats
     }
 
+    /// The stock once every hold due at `now` is released: what GET reports.
+    pub fn remaining_at(&self, now: i64) -> i64 {
+        match self.stock {
+            Stock::Limited(units) => self
+                .holds
+                .range(..=(now, u32::MAX))
+                .fold(units, |units, (_, qty)| units.saturating_add(*qty)),
+            Stock::Unlimited => UNLIMITED_STOCK,
+        }
+    }
+
     /// Units `user` will hold once every hold due at `now` is released.
     pub fn bought_at(&self, user: &[u8], now: i64) -> i64 {
         let lapsing: i64 = self
             .holds
             .range(..=(now, u32::MAX))
-            .map(|(_, handle)| self.ledger.request(*handle))
+            .map(|((_, handle), _)| self.ledger.request(*handle))
             .filter(|request| request.user == user)
             .map(|request| request.qty)
             .sum();
@@ -561,7 +575,10 @@ impl SaleItem {
 
     /// The heap this item occupies, for MEMORY USAGE.
     pub fn memory_usage(&self) -> usize {
-        std::mem::size_of::<Self>() + self.ledger.memory_usage()
+        // A B-tree entry is its key and value plus about a third again in
+        // node overhead.
+        let hold_entry = std::mem::size_of::<((i64, u32), i64)>() * 4 / 3;
+        std::mem::size_of::<Self>() + self.ledger.memory_usage() + self.holds.len() * hold_entry
     }
 
     fn sorted_content(&self) -> SortedContent<'_> {

@@ -91,6 +91,7 @@ fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
 /// Names used in every table, so rows line up across workloads.
 pub const MODULE: &str = "SECKILL.DEDUCT";
 pub const MODULE_ID: &str = "SECKILL.DEDUCT ... ID";
+pub const MODULE_HOLD: &str = "SECKILL.DEDUCT ... ID ... HOLD";
 pub const SEED1: &str = "Lua, seed 1 (EVALSHA)";
 pub const SEED2: &str = "Lua, seed 2 (EVALSHA)";
 pub const FUNCTION: &str = "Function (FCALL)";
@@ -111,8 +112,8 @@ pub fn single_commands(
 ) -> Vec<Command> {
     let stock = stock.to_string();
     let key = |name: &str| format!("{prefix}:{name}");
-    let (item, item_id) = (key("item"), key("item-id"));
-    for name in [&item, &item_id] {
+    let (item, item_id, item_hold) = (key("item"), key("item-id"), key("item-hold"));
+    for name in [&item, &item_id, &item_hold] {
         ok::<i64>(
             con,
             &[
@@ -156,6 +157,20 @@ pub fn single_commands(
             ],
         ),
         command(
+            MODULE_HOLD,
+            "seckill.deduct",
+            &[
+                "SECKILL.DEDUCT",
+                &item_hold,
+                "user:bench",
+                "1",
+                "ID",
+                "req:__rand_int__",
+                "HOLD",
+                "600",
+            ],
+        ),
+        command(
             SEED1,
             "evalsha",
             &[
@@ -188,7 +203,7 @@ pub fn single_commands(
         ),
     ];
     for command in &mut commands {
-        command.keyspace = if command.name == MODULE_ID {
+        command.keyspace = if command.name == MODULE_ID || command.name == MODULE_HOLD {
             REQUEST_ID_SPACE
         } else {
             users

@@ -15,7 +15,7 @@ use contenders::{
 use load::{closed_loop, redis_benchmark, Throughput};
 use postgres::Postgres;
 use redis::Connection;
-use report::{FlashSaleRow, Growth, Measurement, Memory, PathReport, Report};
+use report::{FlashSaleRow, Growth, Lapse, Measurement, Memory, PathReport, Report};
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,6 +35,7 @@ struct Plan {
     sale_reclicks: usize,
     memory_buyers: usize,
     growth_calls: usize,
+    lapsing_holds: usize,
 }
 
 impl Plan {
@@ -54,6 +55,7 @@ impl Plan {
             sale_reclicks: 20_000,
             memory_buyers: 100_000,
             growth_calls: 4_000_000 / scale,
+            lapsing_holds: 100_000,
         }
     }
 }
@@ -541,6 +543,77 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
     }
 }
 
+/// 100,000 holds on one item lapsing at the same moment: how long the sweep
+/// takes to release them, and the longest a client waits meanwhile.
+fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
+    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    ok::<i64>(con, &["SECKILL.INIT", "lapse", "1000000000"]);
+    let time: Vec<i64> = ok(con, &["TIME"]);
+    let server_now = time[0] * 1000 + time[1] / 1000;
+    let deadline_in = std::time::Duration::from_millis(3_000);
+    let local_deadline = Instant::now() + deadline_in;
+    let deadline = (server_now + deadline_in.as_millis() as i64).to_string();
+    println!("  {} holds due at the same moment", plan.lapsing_holds);
+    for batch in (0..plan.lapsing_holds).collect::<Vec<_>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for n in batch {
+            pipe.cmd("SECKILL.DEDUCT")
+                .arg("lapse")
+                .arg(format!("user:{n}"))
+                .arg(1)
+                .arg("ID")
+                .arg(format!("hold:{n}"))
+                .arg("HOLDUNTIL")
+                .arg(&deadline)
+                .ignore();
+        }
+        pipe.query::<()>(con).expect("holds");
+    }
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .subscribe("__keyevent@0__:seckill.expire")
+        .expect("subscribe");
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .expect("timeout");
+    // A client reading all along, to see whether the sweep stalls anyone.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (stop, url) = (Arc::clone(&stop), server.url());
+        std::thread::spawn(move || {
+            let mut con = redis::Client::open(url)
+                .and_then(|client| client.get_connection())
+                .expect("connect");
+            let mut longest = std::time::Duration::ZERO;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let sent = Instant::now();
+                let _: i64 = ok(&mut con, &["SECKILL.GET", "lapse"]);
+                longest = longest.max(sent.elapsed());
+            }
+            longest
+        })
+    };
+    // Each step releases at most 10,000 holds and fires one event.
+    let steps = plan.lapsing_holds.div_ceil(10_000);
+    for _ in 0..steps {
+        pubsub.get_message().expect("a seckill.expire event");
+    }
+    let done = Instant::now();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let longest_read = reader.join().expect("reader");
+    let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "lapse"]);
+    ok::<String>(con, &["FLUSHALL"]);
+    Lapse {
+        holds: plan.lapsing_holds,
+        steps,
+        released_after: done.saturating_duration_since(local_deadline),
+        longest_read,
+        expired: info.get("expired").copied().unwrap_or(-1),
+    }
+}
+
 /// The longest a client waits while one item grows to millions of buyers:
 /// a hash table that doubles in one step would stop the server meanwhile.
 fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
@@ -597,6 +670,8 @@ fn main() {
     let memory = memory(&mut con, &plan);
     println!("(e) growth: one item to millions of buyers");
     let growth = growth(&server, &mut con, &plan);
+    println!("(g) holds lapsing");
+    let lapse = lapse(&server, &mut con, &plan);
     println!("(f) instructions per call (callgrind)");
     let instructions = instructions::measure();
 
@@ -616,6 +691,7 @@ fn main() {
         memory,
         instructions,
         growth,
+        lapse,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

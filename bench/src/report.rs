@@ -62,6 +62,16 @@ pub struct Memory {
     pub seed_bytes: f64,
 }
 
+pub struct Lapse {
+    pub holds: usize,
+    pub steps: usize,
+    /// From the common deadline to the last step's release.
+    pub released_after: Duration,
+    /// The longest SECKILL.GET a client saw meanwhile.
+    pub longest_read: Duration,
+    pub expired: i64,
+}
+
 pub struct Growth {
     pub buyers: i64,
     pub throughput: Throughput,
@@ -81,6 +91,7 @@ pub struct Report {
     pub memory: Memory,
     pub instructions: Vec<Count>,
     pub growth: Growth,
+    pub lapse: Lapse,
 }
 
 fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
@@ -426,6 +437,23 @@ impl Report {
             self.growth.throughput.p50_ms,
             self.growth.throughput.p99_ms,
             self.growth.throughput.max_ms,
+        );
+        let _ = write!(
+            out,
+            "\n## (g) Holds lapsing\n\n{} holds on one item (`DEDUCT ... HOLDUNTIL`), all due \
+             at the same moment, released by the module's sweep with nobody writing to the \
+             item, while one client reads the item in a loop. The sweep releases at most \
+             10,000 holds per step. The cost of taking a hold is the `... HOLD` row of table \
+             (a).\n\n\
+             | holds | steps | all released after the deadline | units back in stock | longest read meanwhile |\n\
+             |--:|--:|--:|--:|--:|\n\
+             | {} | {} | {:.0} ms | {} | {:.1} ms |\n",
+            self.lapse.holds,
+            self.lapse.holds,
+            self.lapse.steps,
+            self.lapse.released_after.as_secs_f64() * 1000.0,
+            self.lapse.expired,
+            self.lapse.longest_read.as_secs_f64() * 1000.0,
         );
         if !self.instructions.is_empty() {
             out.push_str(

@@ -21,7 +21,7 @@
 
 use super::ledger::{Buyer, Ledger, Lookup, NewRequest, RequestState};
 use super::{SaleItem, Stock, Window, MAX_ID_LEN};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds.
@@ -136,7 +136,7 @@ impl SaleItem {
             refunded: input.non_negative()?,
             expired: 0,
             held: 0,
-            holds: BTreeSet::new(),
+            holds: BTreeMap::new(),
             window: Window::default(),
             ledger: Ledger::default(),
         };
@@ -234,7 +234,7 @@ impl SaleItem {
                     .add_request(hash, id, &buyer, request)
                     .map_err(|_| DecodeError("item too large"))?;
                 if request.state == RequestState::Held {
-                    self.holds.insert((request.deadline, handle));
+                    self.holds.insert((request.deadline, handle), request.qty);
                     self.held = self.held.saturating_add(request.qty);
                 }
             }

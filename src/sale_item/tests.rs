@@ -493,10 +493,12 @@ proptest! {
                     now += ms;
                     // Reads before the release already report its result.
                     let promised = item.stats_at(now);
+                    let promised_stock = item.remaining_at(now);
                     let promised_bought: Vec<i64> =
                         (0..8).map(|user| item.bought_at(&user_name(user), now)).collect();
                     item.release_due(now, usize::MAX);
                     prop_assert_eq!(promised, item.stats());
+                    prop_assert_eq!(promised_stock, item.remaining());
                     let bought: Vec<i64> = (0..8).map(|user| item.bought(&user_name(user))).collect();
                     prop_assert_eq!(promised_bought, bought);
                 }
