@@ -95,7 +95,7 @@ fn record_change(ctx: &Context, key: &Arg, event: &CStr) {
 
 /// Holds released per command or timer tick at most, so that a burst of
 /// lapsed holds is spread over several steps instead of stalling one.
-pub const RELEASES_PER_STEP: usize = 10_000;
+pub const RELEASES_PER_STEP: usize = 2_000;
 
 /// Releases the item's lapsed holds before a write, where this server
 /// decides (a replica or an AOF replay waits for its master's release).

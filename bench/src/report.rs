@@ -440,10 +440,10 @@ impl Report {
         );
         let _ = write!(
             out,
-            "\n## (g) Holds lapsing\n\n{} holds on one item (`DEDUCT ... HOLDUNTIL`), all due \
+            "\n## (f) Holds lapsing\n\n{} holds on one item (`DEDUCT ... HOLDUNTIL`), all due \
              at the same moment, released by the module's sweep with nobody writing to the \
              item, while one client reads the item in a loop. The sweep releases at most \
-             10,000 holds per step. The cost of taking a hold is the `... HOLD` row of table \
+             2,000 holds per step. The cost of taking a hold is the `... HOLD` row of table \
              (a).\n\n\
              | holds | steps | all released after the deadline | units back in stock | longest read meanwhile |\n\
              |--:|--:|--:|--:|--:|\n\
@@ -457,7 +457,7 @@ impl Report {
         );
         if !self.instructions.is_empty() {
             out.push_str(
-                "\n## (f) Instructions per call\n\nInstructions executed inside Redis's \
+                "\n## (g) Instructions per call\n\nInstructions executed inside Redis's \
                  `call()` per command, counted by `valgrind --tool=callgrind` on a separate \
                  server, 20,000 calls each, users out of 100,000 who all bought before. \
                  These counts repeat to within about 2% from run to run (hash seeds differ), \
