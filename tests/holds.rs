@@ -337,3 +337,68 @@ fn pending_holds_survive_a_restart_and_still_lapse_on_their_own() {
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:1"]), 4);
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "h2"]), 1);
 }
+
+/// An item with a pending hold, a confirmed one, a refunded one and a
+/// lapsed one.
+fn item_with_every_kind_of_hold(con: &mut Connection) {
+    ok::<i64>(con, &["SECKILL.INIT", "sku:1", "10", "LIMIT", "3"]);
+    hold_for(con, "sku:1", "alice", "pending", 600_000);
+    hold_for(con, "sku:1", "bob", "confirmed", 600_000);
+    ok::<i64>(con, &["SECKILL.CONFIRM", "sku:1", "confirmed"]);
+    hold_for(con, "sku:1", "carol", "refunded", 600_000);
+    ok::<i64>(con, &["SECKILL.REFUND", "sku:1", "refunded"]);
+    ok::<i64>(
+        con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:1",
+            "dave",
+            "1",
+            "ID",
+            "lapsed",
+            "HOLDUNTIL",
+            "1",
+        ],
+    );
+    // A write releases the lapsed hold for good before anything is saved.
+    ok::<i64>(con, &["SECKILL.ADD", "sku:1", "1"]);
+}
+
+#[test]
+fn holds_survive_aof_rewrite_and_dump_restore() {
+    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut con = server.client();
+    item_with_every_kind_of_hold(&mut con);
+    let before = snapshot(&mut con, "sku:1");
+    let holds: Value = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
+    assert_eq!(info_field(&mut con, "sku:1", "expired"), 1);
+
+    let payload: Vec<u8> = ok(&mut con, &["DUMP", "sku:1"]);
+    let restored: String = redis::cmd("RESTORE")
+        .arg("sku:copy")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .expect("RESTORE");
+    assert_eq!(restored, "OK");
+    assert_eq!(snapshot(&mut con, "sku:copy").1, before.1);
+    assert_eq!(ok::<Value>(&mut con, &["SECKILL.HOLDS", "sku:copy"]), holds);
+
+    ok::<String>(&mut con, &["BGREWRITEAOF"]);
+    wait_until("the AOF rewrite", Duration::from_secs(30), || {
+        server_info(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && server_info(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+    });
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), before);
+    assert_eq!(ok::<Value>(&mut con, &["SECKILL.HOLDS", "sku:1"]), holds);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "pending"]),
+        1
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:1", "lapsed"]),
+        -4
+    );
+}
