@@ -92,16 +92,19 @@ fn leading_id(record: &[u8]) -> &[u8] {
 }
 
 fn put_varint(out: &mut [u8; 10], mut value: u64) -> &[u8] {
+    // Seven bits a byte, low first; ten bytes hold any u64.
     let mut len = 0;
-    loop {
+    for slot in out.iter_mut() {
         let byte = (value & 0x7f) as u8;
         value >>= 7;
-        out[len] = if value == 0 { byte } else { byte | 0x80 };
         len += 1;
-        if value == 0 || len == out.len() {
-            return &out[..len];
+        if value == 0 {
+            *slot = byte;
+            break;
         }
+        *slot = byte | 0x80;
     }
+    out.get(..len).unwrap_or(&[])
 }
 
 fn take_varint(input: &mut &[u8]) -> u64 {
