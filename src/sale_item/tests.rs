@@ -782,3 +782,22 @@ fn codec_keeps_holds_and_reads_older_request_chunks() {
         Some(RequestState::Refunded)
     );
 }
+
+#[test]
+fn the_largest_numbers_survive_the_ledger_and_the_codec() {
+    let mut item = SaleItem::new(Stock::Unlimited, 0);
+    item.deduct(b"alice", i64::MAX, Some(b"r1"), NOW, Some(i64::MAX))
+        .unwrap();
+    let request = item.request(b"r1").unwrap();
+    assert_eq!(
+        (request.qty, request.reply, request.deadline),
+        (i64::MAX, UNLIMITED_STOCK, i64::MAX)
+    );
+    assert_eq!(
+        item.deduct(b"alice", i64::MAX, Some(b"r1"), NOW, None),
+        Ok(Deduction::Replayed {
+            remaining: UNLIMITED_STOCK
+        })
+    );
+    assert_eq!(round_trip(&item), Ok(item.clone()));
+}
