@@ -3,15 +3,19 @@
 //! `sale_item`; this layer only translates between them and the wire.
 
 use crate::args::Arg;
-use crate::item_key::{master_decided, now_ms, signal_modified, ItemKey, WrongType};
+use crate::hash_slot::key_slot;
+use crate::item_key::{
+    master_decided, now_ms, signal_modified, ItemKey, OrderEvent, OutboxWriter, WrongType,
+};
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
-    Confirmation, Deduction, ItemError, Moment, Restock, SaleItem, Stock, Window, MAX_ID_LEN,
+    Confirmation, Deduction, ItemError, Lapsed, Moment, Outbox, Restock, SaleItem, Stock, Window,
+    MAX_ID_LEN,
 };
 use crate::sweeper;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_long};
 
 // Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
 // numbers follow the Lua scripts these commands replace (see README).
@@ -41,6 +45,12 @@ const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
 const ERR_STORE: &str = "ERR could not store the sale item";
 const ERR_HOLD_WITHOUT_ID: &str = "ERR HOLD requires ID";
+const ERR_STREAM_SLOT: &str = "ERR the order stream must hash to the item's slot: \
+     give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders";
+const ERR_STREAM_SELF: &str = "ERR the order stream cannot be the item's own key";
+const ERR_STREAM_WRONGTYPE: &str =
+    "WRONGTYPE the item's order stream key holds the wrong kind of value";
+const ERR_BAD_MAXLEN: &str = "ERR MAXLEN must be a non-negative integer";
 const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
 const ERR_BAD_WINDOW: &str =
     "ERR START and END must be non-negative Unix times in milliseconds, END after START";
@@ -97,9 +107,27 @@ fn record_change(ctx: &Context, key: &Arg, event: &CStr) {
 /// lapsed holds is spread over several steps instead of stalling one.
 pub const RELEASES_PER_STEP: usize = 2_000;
 
+/// The item's order stream opened for this command, where this server
+/// writes it (a replica or an AOF replay gets its master's entries). Opened
+/// before anything changes, so that a stream key of another type refuses
+/// the command instead of losing its events.
+fn open_outbox(ctx: &Context, item: &SaleItem) -> Result<Option<OutboxWriter>, RedisError> {
+    match item.outbox() {
+        Some(outbox) if !master_decided(ctx) => OutboxWriter::open(ctx, outbox)
+            .map(Some)
+            .map_err(|_| RedisError::Str(ERR_STREAM_WRONGTYPE)),
+        _ => Ok(None),
+    }
+}
+
 /// Releases the item's lapsed holds before a write, where this server
 /// decides (a replica or an AOF replay waits for its master's release).
-fn release_due_holds(ctx: &Context, name: &Arg, item: &mut SaleItem) {
+fn release_due_holds(
+    ctx: &Context,
+    name: &Arg,
+    item: &mut SaleItem,
+    outbox: Option<&mut OutboxWriter>,
+) {
     let Some(deadline) = item.next_deadline() else {
         return;
     };
@@ -109,23 +137,49 @@ fn release_due_holds(ctx: &Context, name: &Arg, item: &mut SaleItem) {
     let now = now_ms();
     if deadline <= now {
         let released = item.release_due(now, RELEASES_PER_STEP);
-        announce_release(ctx, name, &released);
+        announce_release(ctx, name, &released, item.remaining(), outbox);
     }
 }
 
 /// Replicates a release by clock as its effect, `SECKILL.RELEASE key id..`,
 /// so that replicas and AOF replays end with the same holds whatever their
-/// own clocks say; fires `seckill.expire`.
-pub fn announce_release(ctx: &Context, name: &Arg, released: &[Vec<u8>]) {
+/// own clocks say; fires `seckill.expire` and writes one `expire` order
+/// event per hold.
+pub fn announce_release(
+    ctx: &Context,
+    name: &Arg,
+    released: &[Lapsed],
+    stock: i64,
+    outbox: Option<&mut OutboxWriter>,
+) {
     if released.is_empty() {
         return;
     }
     signal_modified(ctx, name);
     let mut effect: Vec<&[u8]> = Vec::with_capacity(released.len() + 1);
     effect.push(name.as_bytes());
-    effect.extend(released.iter().map(Vec::as_slice));
+    effect.extend(released.iter().map(|lapsed| lapsed.request_id.as_slice()));
     ctx.replicate("SECKILL.RELEASE", effect.as_slice());
     notify(ctx, name, c"seckill.expire");
+    if let Some(outbox) = outbox {
+        for lapsed in released {
+            let event = OrderEvent {
+                kind: "expire",
+                user: &lapsed.user,
+                qty: lapsed.qty,
+                request_id: &lapsed.request_id,
+                stock,
+            };
+            outbox.append(ctx, name.as_bytes(), &event);
+        }
+    }
+}
+
+/// Writes one order event, when the item has a stream.
+fn record_event(ctx: &Context, name: &Arg, outbox: Option<&mut OutboxWriter>, event: OrderEvent) {
+    if let Some(outbox) = outbox {
+        outbox.append(ctx, name.as_bytes(), &event);
+    }
 }
 
 fn notify(ctx: &Context, key: &Arg, event: &CStr) {
@@ -156,6 +210,7 @@ struct InitOptions {
     limit: i64,
     expiry: Option<Expiry>,
     window: Window,
+    outbox: Option<Outbox>,
     replace: bool,
 }
 
@@ -165,10 +220,12 @@ impl InitOptions {
             limit: 0,
             expiry: None,
             window: Window::default(),
+            outbox: None,
             replace: false,
         };
         let mut limit_seen = false;
         let (mut start, mut end) = (None, None);
+        let (mut stream, mut maxlen) = (None, None);
         let mut args = args.iter();
         while let Some(option) = args.next() {
             if option.is_keyword("REPLACE") && !options.replace {
@@ -184,6 +241,14 @@ impl InitOptions {
             };
             if let Some(bound) = bound {
                 *bound = Some(integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?);
+                continue;
+            }
+            if option.is_keyword("STREAM") && stream.is_none() {
+                stream = Some(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?);
+                continue;
+            }
+            if option.is_keyword("MAXLEN") && maxlen.is_none() {
+                maxlen = Some(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?);
                 continue;
             }
             let scale = if option.is_keyword("LIMIT") && !limit_seen {
@@ -216,8 +281,41 @@ impl InitOptions {
             });
         }
         options.window = Window::new(start.unwrap_or(0), end.unwrap_or(0))?;
+        options.outbox = match (stream, maxlen) {
+            (Some(stream), maxlen) => Some(parse_outbox(stream, maxlen)?),
+            (None, Some(_)) => return Err(RedisError::Str(ERR_SYNTAX)),
+            (None, None) => None,
+        };
         Ok(options)
     }
+}
+
+fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError> {
+    let maxlen = match maxlen {
+        Some(maxlen) => match integer(maxlen)? {
+            maxlen if maxlen >= 0 => maxlen,
+            _ => return Err(RedisError::Str(ERR_BAD_MAXLEN)),
+        },
+        None => 0,
+    };
+    if stream.as_bytes().is_empty() {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    }
+    Ok(Outbox {
+        stream: stream.as_bytes().into(),
+        maxlen,
+    })
+}
+
+/// Refuses an order stream the item cannot write in one step on any node.
+fn check_outbox(item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
+    if *outbox.stream == *item_key.as_bytes() {
+        return Err(RedisError::Str(ERR_STREAM_SELF));
+    }
+    if key_slot(&outbox.stream) != key_slot(item_key.as_bytes()) {
+        return Err(RedisError::Str(ERR_STREAM_SLOT));
+    }
+    Ok(())
 }
 
 fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
@@ -232,11 +330,14 @@ fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
 
 /// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
 pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, stock_arg, options @ ..] = args else {
+    let [_, name, stock_arg, options_args @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let stock = parse_stock(stock_arg)?;
-    let options = InitOptions::parse(options)?;
+    let options = InitOptions::parse(options_args)?;
+    if let Some(outbox) = &options.outbox {
+        check_outbox(name, outbox)?;
+    }
     // Many app servers initialise the same item at once; all but the first
     // find it there, and must not disturb WATCH or client tracking.
     if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
@@ -254,6 +355,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let mut item = SaleItem::new(stock, options.limit);
     item.set_window(options.window);
+    item.set_outbox(options.outbox.clone());
     if !key.store(item) {
         return Err(RedisError::Str(ERR_STORE));
     }
@@ -267,18 +369,22 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     match (options.expiry, expire_at) {
         // A relative expiry read the clock: send the deadline it reached.
         (Some(Expiry::In(_)), Some(unix_ms)) => {
-            let limit = options.limit.to_string();
+            // The command as sent, with EX or PX replaced by PXAT.
             let unix_ms = unix_ms.to_string();
-            let mut effect: Vec<&[u8]> = vec![
-                name.as_bytes(),
-                stock_arg.as_bytes(),
-                b"LIMIT",
-                limit.as_bytes(),
-                b"PXAT",
-                unix_ms.as_bytes(),
-            ];
-            if options.replace {
-                effect.push(b"REPLACE");
+            let mut effect: Vec<&[u8]> = vec![name.as_bytes(), stock_arg.as_bytes()];
+            // Every option but REPLACE takes a value, as parsed above.
+            let mut rest = options_args.iter();
+            while let Some(option) = rest.next() {
+                if option.is_keyword("REPLACE") {
+                    effect.push(option.as_bytes());
+                    continue;
+                }
+                let value = rest.next().map_or(&[][..], Arg::as_bytes);
+                if option.is_keyword("EX") || option.is_keyword("PX") {
+                    effect.extend_from_slice(&[b"PXAT".as_slice(), unix_ms.as_bytes()]);
+                } else {
+                    effect.extend_from_slice(&[option.as_bytes(), value]);
+                }
             }
             ctx.replicate("SECKILL.INIT", effect.as_slice());
         }
@@ -298,7 +404,8 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    release_due_holds(ctx, name, item);
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
     match item.add(qty)? {
         Restock::Added { remaining } => {
             record_change(ctx, name, c"seckill.add");
@@ -368,7 +475,8 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    release_due_holds(ctx, name, item);
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
     // The clock is read only for a sale window or a relative hold, and only
     // where this server decides: a replica or an AOF replay applies what its
     // master already accepted.
@@ -413,6 +521,18 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             if let Some(unix_ms) = hold_until {
                 sweeper::schedule(ctx, name.as_bytes(), unix_ms);
             }
+            let event = OrderEvent {
+                kind: if hold_until.is_some() {
+                    "hold"
+                } else {
+                    "purchase"
+                },
+                user,
+                qty,
+                request_id: options.request_id.unwrap_or_default(),
+                stock: remaining,
+            };
+            record_event(ctx, name, outbox.as_mut(), event);
             remaining
         }
         Deduction::Replayed { remaining } => remaining,
@@ -435,10 +555,21 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    release_due_holds(ctx, name, item);
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
     Ok(RedisValue::Integer(match item.confirm(request_id) {
         Confirmation::Confirmed => {
             record_change(ctx, name, c"seckill.confirm");
+            if let Some(request) = item.request(request_id) {
+                let event = OrderEvent {
+                    kind: "confirm",
+                    user: request.user,
+                    qty: request.qty,
+                    request_id,
+                    stock: item.remaining(),
+                };
+                record_event(ctx, name, outbox.as_mut(), event);
+            }
             1
         }
         Confirmation::AlreadyConfirmed => 0,
@@ -463,11 +594,22 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    let mut outbox = open_outbox(ctx, item)?;
     let released = item.release(&request_ids);
-    if released > 0 {
+    if !released.is_empty() {
         record_change(ctx, name, c"seckill.expire");
+        for lapsed in &released {
+            let event = OrderEvent {
+                kind: "expire",
+                user: &lapsed.user,
+                qty: lapsed.qty,
+                request_id: &lapsed.request_id,
+                stock: item.remaining(),
+            };
+            record_event(ctx, name, outbox.as_mut(), event);
+        }
     }
-    Ok(RedisValue::Integer(released as i64))
+    Ok(RedisValue::Integer(released.len() as i64))
 }
 
 /// SECKILL.HOLDS key [user]: pending holds, earliest deadline first, each
@@ -547,10 +689,21 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    release_due_holds(ctx, name, item);
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
     let returned = item.refund(request_id)?;
     if returned > 0 {
         record_change(ctx, name, c"seckill.refund");
+        if let Some(request) = item.request(request_id) {
+            let event = OrderEvent {
+                kind: "refund",
+                user: request.user,
+                qty: returned,
+                request_id,
+                stock: item.remaining(),
+            };
+            record_event(ctx, name, outbox.as_mut(), event);
+        }
     }
     Ok(RedisValue::Integer(returned))
 }
@@ -566,9 +719,37 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    release_due_holds(ctx, name, item);
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
     item.set_window(window);
     record_change(ctx, name, c"seckill.window");
+    Ok(RedisValue::Integer(1))
+}
+
+/// SECKILL.STREAM key [stream_key [MAXLEN n]]: sets the item's order
+/// stream, or clears it when no stream is given.
+pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let outbox = match args {
+        [_, _] => None,
+        [_, _, stream] => Some(parse_outbox(stream, None)?),
+        [_, _, stream, keyword, maxlen] if keyword.is_keyword("MAXLEN") => {
+            Some(parse_outbox(stream, Some(maxlen))?)
+        }
+        [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let [_, name, ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if let Some(outbox) = &outbox {
+        check_outbox(name, outbox)?;
+    }
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    item.set_outbox(outbox);
+    record_change(ctx, name, c"seckill.stream");
     Ok(RedisValue::Integer(1))
 }
 
@@ -603,12 +784,25 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.
-    raw::reply_with_map(ctx.get_raw(), fields.len() as _);
+    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 2);
     for (field, value) in fields {
-        raw::reply_with_string_buffer(ctx.get_raw(), field.as_ptr().cast::<c_char>(), field.len());
+        reply_with_bytes(ctx, field.as_bytes());
         raw::reply_with_long_long(ctx.get_raw(), value);
     }
+    reply_with_bytes(ctx, b"stream");
+    match item.outbox() {
+        Some(outbox) => reply_with_bytes(ctx, &outbox.stream),
+        None => {
+            raw::reply_with_null(ctx.get_raw());
+        }
+    }
+    reply_with_bytes(ctx, b"stream_maxlen");
+    raw::reply_with_long_long(ctx.get_raw(), item.outbox().map_or(0, |o| o.maxlen));
     Ok(RedisValue::NoReply)
+}
+
+fn reply_with_bytes(ctx: &Context, bytes: &[u8]) {
+    raw::reply_with_string_buffer(ctx.get_raw(), bytes.as_ptr().cast::<c_char>(), bytes.len());
 }
 
 /// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF

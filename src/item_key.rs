@@ -141,3 +141,161 @@ pub fn now_ms() -> i64 {
     // SAFETY: RedisModule_Milliseconds takes no arguments.
     redis_api!(RedisModule_Milliseconds).map_or(0, |f| unsafe { f() })
 }
+
+/// The item's order stream, opened for writing for one command (or one
+/// sweep step), so that its events go in the same atomic step as the sale.
+pub struct OutboxWriter {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: *mut raw::RedisModuleKey,
+    maxlen: i64,
+}
+
+/// One event of the order stream.
+pub struct OrderEvent<'a> {
+    pub kind: &'a str,
+    pub user: &'a [u8],
+    pub qty: i64,
+    pub request_id: &'a [u8],
+    /// The item's remaining stock after the event.
+    pub stock: i64,
+}
+
+impl OutboxWriter {
+    /// Opens `outbox.stream`; `WrongType` if it holds something else than
+    /// a stream. Checked before the sale changes anything.
+    pub fn open(
+        ctx: &Context,
+        outbox: &crate::sale_item::Outbox,
+    ) -> Result<OutboxWriter, WrongType> {
+        let (Some(create_string), Some(key_type)) = (
+            redis_api!(RedisModule_CreateString),
+            redis_api!(RedisModule_KeyType),
+        ) else {
+            return Err(WrongType);
+        };
+        // SAFETY: a string made from a live buffer, freed on drop.
+        let name = unsafe {
+            create_string(
+                ctx.get_raw(),
+                outbox.stream.as_ptr().cast(),
+                outbox.stream.len(),
+            )
+        };
+        let writer = OutboxWriter {
+            ctx: ctx.get_raw(),
+            name,
+            key: raw::open_key(
+                ctx.get_raw(),
+                name,
+                raw::KeyMode::READ | raw::KeyMode::WRITE,
+            ),
+            maxlen: outbox.maxlen,
+        };
+        // SAFETY: the key was opened above.
+        let found = unsafe { key_type(writer.key) };
+        if found == raw::REDISMODULE_KEYTYPE_EMPTY as i32
+            || found == raw::REDISMODULE_KEYTYPE_STREAM as i32
+        {
+            Ok(writer)
+        } else {
+            Err(WrongType)
+        }
+    }
+
+    /// Appends `event` with an ID the server picks, trims the stream, wakes
+    /// blocked readers, and replicates the entry with that very ID.
+    pub fn append(&mut self, ctx: &Context, item: &[u8], event: &OrderEvent) {
+        let (Some(stream_add), Some(create_string), Some(free_string)) = (
+            redis_api!(RedisModule_StreamAdd),
+            redis_api!(RedisModule_CreateString),
+            redis_api!(RedisModule_FreeString),
+        ) else {
+            return;
+        };
+        let qty = event.qty.to_string();
+        let at = now_ms().to_string();
+        let stock = event.stock.to_string();
+        let fields: [&[u8]; 14] = [
+            b"event",
+            event.kind.as_bytes(),
+            b"item",
+            item,
+            b"user",
+            event.user,
+            b"qty",
+            qty.as_bytes(),
+            b"request",
+            event.request_id,
+            b"at",
+            at.as_bytes(),
+            b"stock",
+            stock.as_bytes(),
+        ];
+        // SAFETY: strings made from live buffers and freed below; the key is
+        // open for writing and empty or a stream.
+        let mut strings: Vec<*mut raw::RedisModuleString> = fields
+            .iter()
+            .map(|field| unsafe { create_string(self.ctx, field.as_ptr().cast(), field.len()) })
+            .collect();
+        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        let added = unsafe {
+            stream_add(
+                self.key,
+                raw::REDISMODULE_STREAM_ADD_AUTOID as i32,
+                &mut id,
+                strings.as_mut_ptr(),
+                (fields.len() / 2) as i64,
+            )
+        };
+        for string in strings {
+            // SAFETY: created above, not used after this.
+            unsafe { free_string(self.ctx, string) };
+        }
+        if added != raw::REDISMODULE_OK as i32 {
+            ctx.log_warning("seckill: could not append to the order stream");
+            return;
+        }
+        if self.maxlen > 0 {
+            if let Some(trim) = redis_api!(RedisModule_StreamTrimByLength) {
+                // SAFETY: the key is an open stream.
+                unsafe { trim(self.key, 0, self.maxlen) };
+            }
+        }
+        let stream = crate::args::Arg::from_ptr(self.name);
+        let id = format!("{}-{}", id.ms, id.seq);
+        let maxlen = self.maxlen.to_string();
+        let mut effect: Vec<&[u8]> = vec![stream.as_bytes()];
+        if self.maxlen > 0 {
+            effect.extend_from_slice(&[b"MAXLEN".as_slice(), maxlen.as_bytes()]);
+        }
+        effect.push(id.as_bytes());
+        effect.extend_from_slice(&fields);
+        ctx.replicate("XADD", effect.as_slice());
+        if let Some(signal_ready) = redis_api!(RedisModule_SignalKeyAsReady) {
+            // SAFETY: both pointers are valid for the call.
+            unsafe { signal_ready(self.ctx, self.name) };
+        }
+        if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
+            // SAFETY: a static event name and a live key name.
+            unsafe {
+                notify(
+                    self.ctx,
+                    redis_module::NotifyEvent::STREAM.bits(),
+                    c"xadd".as_ptr(),
+                    self.name,
+                )
+            };
+        }
+    }
+}
+
+impl Drop for OutboxWriter {
+    fn drop(&mut self) {
+        raw::close_key(self.key);
+        if let Some(free_string) = redis_api!(RedisModule_FreeString) {
+            // SAFETY: created in `open`, not used after this.
+            unsafe { free_string(self.ctx, self.name) };
+        }
+    }
+}

@@ -16,6 +16,7 @@ macro_rules! redis_api {
 
 mod args;
 mod commands;
+pub mod hash_slot;
 mod item_key;
 mod persistence;
 pub mod sale_item;
@@ -65,7 +66,7 @@ type EntryPoint =
 /// Every command: name, entry point, flags. Each takes its item key as the
 /// first argument (first key 1, last key 1, step 1), so cluster clients route
 /// it and ACL key patterns apply with nothing else declared.
-fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 12] {
+fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 13] {
     [
         // SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
         (
@@ -107,6 +108,12 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 12] {
         (
             c"seckill.window",
             entry_point!(commands::window),
+            c"write deny-oom fast",
+        ),
+        // SECKILL.STREAM key [stream_key [MAXLEN n]]
+        (
+            c"seckill.stream",
+            entry_point!(commands::stream),
             c"write deny-oom fast",
         ),
         // SECKILL.GET key

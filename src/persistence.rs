@@ -12,9 +12,9 @@ use std::os::raw::{c_char, c_int, c_void};
 
 /// Encoding version handed to Redis with every saved item. A loader accepts
 /// this version and every older one, and refuses newer ones. Version 2 added
-/// the sale window, version 3 holds (the chunk header carries its own format
-/// version too).
-pub const ENCODING_VERSION: i32 = 3;
+/// the sale window, version 3 holds, version 4 the order stream (the chunk
+/// header carries its own format version too).
+pub const ENCODING_VERSION: i32 = 4;
 
 pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
     "seckill--",
@@ -162,6 +162,14 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         stats.window.end,
     ] {
         add_integer(md, field);
+    }
+    if let Some(outbox) = item.outbox() {
+        add_bytes(
+            md,
+            outbox.stream.as_ptr().cast::<c_char>(),
+            outbox.stream.len(),
+        );
+        add_integer(md, outbox.maxlen);
     }
     end(md);
     // Each record is its own sequence: Redis combines sequences in an

@@ -87,6 +87,23 @@ impl Window {
     }
 }
 
+/// Where the item writes an event for every purchase, confirmation, refund
+/// and lapse, in the same atomic step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outbox {
+    pub stream: Box<[u8]>,
+    /// Entries the stream keeps at most (exact trimming); 0 keeps them all.
+    pub maxlen: i64,
+}
+
+/// A hold that lapsed, as released.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lapsed {
+    pub request_id: Vec<u8>,
+    pub user: Vec<u8>,
+    pub qty: i64,
+}
+
 /// The time a purchase is judged at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moment {
@@ -189,6 +206,7 @@ pub struct SaleItem {
     /// reads sum the lapsed ones without touching the ledger.
     holds: BTreeMap<(i64, u32), i64>,
     window: Window,
+    outbox: Option<Outbox>,
     /// What every buyer holds, and every purchase made with a request id.
     ledger: Ledger,
 }
@@ -216,8 +234,17 @@ impl SaleItem {
             held: 0,
             holds: BTreeMap::new(),
             window: Window::default(),
+            outbox: None,
             ledger: Ledger::default(),
         }
+    }
+
+    pub fn outbox(&self) -> Option<&Outbox> {
+        self.outbox.as_ref()
+    }
+
+    pub fn set_outbox(&mut self, outbox: Option<Outbox>) {
+        self.outbox = outbox;
     }
 
     pub fn window(&self) -> Window {
@@ -405,7 +432,7 @@ impl SaleItem {
     /// Releases at most `max` holds whose deadline is `now` or earlier:
     /// their units go back to the stock and to their users' quotas. Returns
     /// the request ids released, for the caller to replicate and announce.
-    pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Vec<u8>> {
+    pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Lapsed> {
         let due: Vec<(i64, u32)> = self
             .holds
             .range(..=(now, u32::MAX))
@@ -416,29 +443,32 @@ impl SaleItem {
     }
 
     /// Releases the named holds whatever the time: what a replica or an AOF
-    /// replay does when its master released them. Returns how many were
+    /// replay does when its master released them. Returns those that were
     /// still pending.
-    pub fn release(&mut self, request_ids: &[&[u8]]) -> usize {
-        let mut released = 0;
+    pub fn release(&mut self, request_ids: &[&[u8]]) -> Vec<Lapsed> {
+        let mut released = Vec::new();
         for id in request_ids {
             let Lookup::Found(handle) = self.ledger.find_request(id) else {
                 continue;
             };
             let request = self.ledger.request(handle);
             if request.state == RequestState::Held {
-                self.lapse((request.deadline, handle));
-                released += 1;
+                released.push(self.lapse((request.deadline, handle)));
             }
         }
         released
     }
 
-    /// Ends one pending hold as lapsed; returns its request id.
-    fn lapse(&mut self, (deadline, handle): (i64, u32)) -> Vec<u8> {
+    /// Ends one pending hold as lapsed.
+    fn lapse(&mut self, (deadline, handle): (i64, u32)) -> Lapsed {
         self.holds.remove(&(deadline, handle));
         let request = self.ledger.request(handle);
         let qty = request.qty;
-        let id = self.ledger.request_id(handle).to_vec();
+        let lapsed = Lapsed {
+            request_id: self.ledger.request_id(handle).to_vec(),
+            user: request.user.to_vec(),
+            qty,
+        };
         if let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) {
             let units = buyer.units.saturating_sub(qty).max(0);
             self.ledger.set_units(&mut buyer, units);
@@ -449,7 +479,7 @@ impl SaleItem {
         self.held = self.held.saturating_sub(qty).max(0);
         self.expired = self.expired.saturating_add(qty);
         self.ledger.set_state(handle, RequestState::Expired);
-        id
+        lapsed
     }
 
     /// Pending holds, earliest deadline first: (request id, user, qty,

@@ -12,7 +12,7 @@
 
 use crate::args::Arg;
 use crate::commands::{announce_release, RELEASES_PER_STEP};
-use crate::item_key::{now_ms, ItemKey};
+use crate::item_key::{now_ms, ItemKey, OutboxWriter};
 use redis_module::{raw, Context};
 use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
@@ -104,9 +104,14 @@ fn sweep(ctx: &Context) -> bool {
         {
             let mut item_key = ItemKey::open_read(ctx, &name);
             if let Ok(Some(item)) = item_key.item_mut() {
+                // A stream key of another type loses the events, not the
+                // releases: the holds must lapse either way.
+                let mut outbox = item
+                    .outbox()
+                    .and_then(|outbox| OutboxWriter::open(ctx, outbox).ok());
                 let released = item.release_due(now, budget);
                 budget -= released.len();
-                announce_release(ctx, &name, &released);
+                announce_release(ctx, &name, &released, item.remaining(), outbox.as_mut());
                 if let Some(deadline) = item.next_deadline() {
                     schedule(ctx, &key, deadline);
                 }

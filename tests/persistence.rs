@@ -294,6 +294,7 @@ fn an_rdb_written_by_the_first_release_still_loads() {
         ("requests", 2),
         ("start", 0),
         ("end", 0),
+        ("stream_maxlen", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))

@@ -20,6 +20,7 @@ const COMMANDS: &[&str] = &[
     "SECKILL.CONFIRM",
     "SECKILL.RELEASE",
     "SECKILL.HOLDS",
+    "SECKILL.STREAM",
 ];
 
 /// Arguments biased towards what the parsers look for.
@@ -35,6 +36,9 @@ fn argument() -> impl Strategy<Value = Vec<u8>> {
         Just(b"REPLACE".to_vec()),
         Just(b"START".to_vec()),
         Just(b"HOLD".to_vec()),
+        Just(b"STREAM".to_vec()),
+        Just(b"MAXLEN".to_vec()),
+        Just(b"{sku:1}:orders".to_vec()),
         Just(b"HOLDUNTIL".to_vec()),
         Just(b"END".to_vec()),
         Just(b"UNLIMITED".to_vec()),

@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
-//!           [start end:i64] [expired:i64] buyers:u64 requests:u64
+//!           [start end:i64] [expired:i64] [outbox:u8 {stream_len:u32 stream maxlen:i64}]
+//!           buyers:u64 requests:u64
 //! buyers:   'B' count:u32 { user_len:u8 user units:i64 }*
 //! requests: 'Q' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 state:u8
 //!           deadline:i64 }*
@@ -15,17 +16,18 @@
 //! Version 2 added the sale window to the header, version 3 the units
 //! expired by lapsed holds (`expired:i64` after the window) and the 'Q'
 //! request chunk, whose state replaces the refunded flag of the older 'R'
-//! chunk (`refunded:u8` after `reply`). Older chunks stay readable.
+//! chunk (`refunded:u8` after `reply`); version 4 the order stream. Older
+//! chunks stay readable.
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
 
 use super::ledger::{Buyer, Ledger, Lookup, NewRequest, RequestState};
-use super::{SaleItem, Stock, Window, MAX_ID_LEN};
+use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN};
 use std::collections::{BTreeMap, HashSet};
 
 /// Bumped whenever the layout changes; older versions stay readable.
-/// Version 2 added the sale window, version 3 holds.
-pub const FORMAT_VERSION: u8 = 3;
+/// Version 2 added the sale window, version 3 holds, version 4 the outbox.
+pub const FORMAT_VERSION: u8 = 4;
 
 pub const RECORDS_PER_CHUNK: usize = 1024;
 
@@ -73,6 +75,15 @@ impl SaleItem {
             self.expired,
         ] {
             out.extend_from_slice(&field.to_le_bytes());
+        }
+        match &self.outbox {
+            Some(outbox) => {
+                out.push(1);
+                out.extend_from_slice(&(outbox.stream.len() as u32).to_le_bytes());
+                out.extend_from_slice(&outbox.stream);
+                out.extend_from_slice(&outbox.maxlen.to_le_bytes());
+            }
+            None => out.push(0),
         }
         out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());
         out.extend_from_slice(&(self.ledger.request_count() as u64).to_le_bytes());
@@ -138,6 +149,7 @@ impl SaleItem {
             held: 0,
             holds: BTreeMap::new(),
             window: Window::default(),
+            outbox: None,
             ledger: Ledger::default(),
         };
         if version >= 2 {
@@ -146,6 +158,17 @@ impl SaleItem {
         }
         if version >= 3 {
             item.expired = input.non_negative()?;
+        }
+        if version >= 4 && input.u8()? == 1 {
+            let len = input.u32()? as usize;
+            let stream = input.take(len)?;
+            if stream.is_empty() {
+                return Err(DecodeError("empty stream key"));
+            }
+            item.outbox = Some(Outbox {
+                stream: stream.into(),
+                maxlen: input.non_negative()?,
+            });
         }
         let expected = Expected {
             buyers: input.u64()?,

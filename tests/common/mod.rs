@@ -16,12 +16,15 @@ pub fn info(con: &mut Connection, key: &str) -> Vec<(String, i64)> {
         Value::Nil => return Vec::new(),
         other => panic!("unexpected INFO reply {other:?}"),
     };
+    // Integer fields only; the stream's name is read with `info_stream`.
     items
         .chunks(2)
-        .map(|pair| {
-            let field: String = redis::from_redis_value(pair[0].clone()).expect("field name");
-            let value: i64 = redis::from_redis_value(pair[1].clone()).expect("field value");
-            (field, value)
+        .filter_map(|pair| {
+            let field: String = redis::from_redis_value(pair[0].clone()).ok()?;
+            match pair[1] {
+                Value::Int(value) => Some((field, value)),
+                _ => None,
+            }
         })
         .collect()
 }
