@@ -16,8 +16,8 @@ build: deps ## Build the release module (target/release/libseckill.so)
 run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreground
 	redis-server redis.conf.example
 
-test: build ## Run every test: unit, property and integration (real redis-server)
-	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test
+test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL)
+	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building, running and testing seckill needs on Debian 12,
-# and does nothing when it is all there already. With --bench, also what
-# `make bench` needs: PostgreSQL's server and pgbench.
+# and does nothing when it is all there already: redis-server and its tools,
+# libclang for the bindings, and PostgreSQL for the order consumer's tests.
+# With --bench, also valgrind for the benchmark's instruction counts.
 set -eu
 
 missing=""
@@ -12,7 +13,7 @@ dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
 if [ "${1:-}" = "--bench" ] && ! command -v valgrind >/dev/null 2>&1; then
     missing="$missing valgrind"
 fi
-if [ "${1:-}" = "--bench" ] && ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then
+if ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then
     missing="$missing postgresql"
 fi
 

@@ -13,9 +13,9 @@ use contenders::{
     POSTGRES_DURABLE, SEED1, SEED2, WATCH,
 };
 use load::{closed_loop, redis_benchmark, Throughput};
-use postgres::Postgres;
 use redis::Connection;
 use report::{FlashSaleRow, Growth, Lapse, Measurement, Memory, PathReport, Report};
+use seckill_harness::postgres::Postgres;
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -190,7 +190,8 @@ fn deduct_path(
              INSERT INTO stock VALUES (1, {stock});"
         ));
         pg.set_durable_commits(false);
-        let tps = pg.pgbench(
+        let tps = postgres::pgbench(
+            pg,
             "UPDATE stock SET count = count - 1 WHERE id = 1 AND count > 0;\n",
             plan.clients,
             plan.pg_seconds,
@@ -452,7 +453,7 @@ fn postgres_flash_sale(
          INSERT INTO sold SELECT :uid, clock_timestamp() FROM taken;\n",
         plan.sale_users
     );
-    let throughput = pg.pgbench(&script, plan.clients, 0, Some(per_client));
+    let throughput = postgres::pgbench(pg, &script, plan.clients, 0, Some(per_client));
     let sold: i64 = pg
         .sql("SELECT count(*) FROM sold")
         .trim()

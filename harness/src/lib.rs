@@ -5,6 +5,8 @@
 //! `SECKILL_MODULE` the module (default `target/release/libseckill.so`),
 //! so the same suite runs against other servers and builds.
 
+pub mod postgres;
+
 use redis::{Connection, Value};
 use std::fs;
 use std::net::TcpListener;
