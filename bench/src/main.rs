@@ -74,6 +74,15 @@ fn median_throughput(runs: &[Throughput]) -> Throughput {
     }
 }
 
+/// One integer field of SECKILL.INFO, or -1 if it has none.
+fn info_field(con: &mut Connection, key: &str, field: &str) -> i64 {
+    let info: std::collections::HashMap<String, redis::Value> = ok(con, &["SECKILL.INFO", key]);
+    match info.get(field) {
+        Some(redis::Value::Int(value)) => *value,
+        _ => -1,
+    }
+}
+
 /// A deterministic stream of pseudo-random numbers (splitmix64), so that
 /// every contender sees the same users in the same order.
 struct Sequence(u64);
@@ -357,8 +366,7 @@ fn run_sale(
         problems.push(format!("{} users bought twice", sales.len() - buyers.len()));
     }
     if contender == MODULE {
-        let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "sale:item"]);
-        let recorded = info.get("sold").copied().unwrap_or(-1);
+        let recorded = info_field(con, "sale:item", "sold");
         if recorded != stock {
             problems.push(format!("INFO says {recorded} sold"));
         }
@@ -605,14 +613,14 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
     let done = Instant::now();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let longest_read = reader.join().expect("reader");
-    let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "lapse"]);
+    let expired = info_field(con, "lapse", "expired");
     ok::<String>(con, &["FLUSHALL"]);
     Lapse {
         holds: plan.lapsing_holds,
         steps,
         released_after: done.saturating_duration_since(local_deadline),
         longest_read,
-        expired: info.get("expired").copied().unwrap_or(-1),
+        expired,
     }
 }
 
@@ -637,10 +645,10 @@ fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
         100_000_000,
         &args,
     );
-    let info: std::collections::HashMap<String, i64> = ok(con, &["SECKILL.INFO", "grow"]);
+    let buyers = info_field(con, "grow", "buyers");
     ok::<String>(con, &["FLUSHALL"]);
     Growth {
-        buyers: info.get("buyers").copied().unwrap_or(0),
+        buyers,
         throughput: run,
     }
 }
