@@ -457,9 +457,24 @@ fn command_metadata_names_the_key_and_the_flags() {
         "seckill.init",
         "seckill.add",
         "seckill.deduct",
+        "seckill.confirm",
         "seckill.refund",
+        "seckill.window",
+        "seckill.stream",
     ];
     let reads = ["seckill.get", "seckill.bought", "seckill.info"];
+    // Commands without the fast flag still name their key.
+    for name in ["seckill.release", "seckill.holds", "seckill.loadchunk"] {
+        let reply: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", name]);
+        let Some(Value::Array(entry)) = reply.first() else {
+            panic!("COMMAND INFO {name}: {reply:?}");
+        };
+        let positions: Vec<i64> = entry[3..6]
+            .iter()
+            .map(|value| redis::from_redis_value(value.clone()).expect("key position"))
+            .collect();
+        assert_eq!(positions, [1, 1, 1], "{name} key positions");
+    }
     for name in writes.iter().chain(reads.iter()) {
         let reply: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", name]);
         let Some(Value::Array(entry)) = reply.first() else {

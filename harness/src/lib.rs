@@ -5,6 +5,7 @@
 //! `SECKILL_MODULE` the module (default `target/release/libseckill.so`),
 //! so the same suite runs against other servers and builds.
 
+pub mod cluster;
 pub mod postgres;
 
 use redis::{Connection, Value};
@@ -88,6 +89,10 @@ impl Server {
         };
         server.launch();
         server
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     pub fn dir(&self) -> &Path {
@@ -189,6 +194,14 @@ impl Server {
                 }
                 sleep(Duration::from_millis(10));
             }
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and leaves it down.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 
