@@ -1,7 +1,7 @@
 //! A real Redis Cluster on loopback: masters with replicas, every node
 //! loading the module, created with `redis-cli --cluster create`.
 
-use crate::{free_port, ok, server_info, wait_until, Server};
+use crate::{ok, server_info, wait_until, Server, ANY_PORT};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::Connection;
 use std::process::Command;
@@ -21,7 +21,6 @@ impl Cluster {
         let count = masters * (1 + replicas);
         let nodes: Vec<Server> = (0..count)
             .map(|_| {
-                let bus = free_port().to_string();
                 Server::start_with(&[
                     "--cluster-enabled",
                     "yes",
@@ -30,7 +29,7 @@ impl Cluster {
                     "--cluster-node-timeout",
                     "1000",
                     "--cluster-port",
-                    &bus,
+                    ANY_PORT,
                     "--appendonly",
                     "yes",
                 ])

@@ -39,18 +39,30 @@ pub fn module_path() -> PathBuf {
     path
 }
 
-/// A loopback port nothing listens on now (never 6379).
+/// Ports handed out below the kernel's ephemeral range (32768 and up), so
+/// that the tests' own client connections never take a server's port.
+const PORTS: std::ops::Range<u32> = 20_000..32_000;
+
+/// A loopback port nothing listens on now (never 6379). Ports are drawn in
+/// turn from a per-process starting point, so that parallel tests and
+/// processes rarely try the same one.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919) % (PORTS.end - PORTS.start);
     loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|addr| addr.port())
-            .expect("no free loopback port");
-        if port != 6379 {
+        let offset =
+            (start + NEXT.fetch_add(1, Ordering::Relaxed) * 13) % (PORTS.end - PORTS.start);
+        let port = (PORTS.start + offset) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
 }
+
+/// In `Server::start_with` arguments: replaced by a fresh free port at each
+/// launch attempt (e.g. a cluster bus port).
+pub const ANY_PORT: &str = "$ANY_PORT";
 
 pub struct Server {
     child: Option<Child>,
@@ -122,7 +134,13 @@ impl Server {
                 .args(["--save", ""])
                 .args(["--enable-debug-command", "yes"])
                 .args(["--loadmodule", &module_path().display().to_string()])
-                .args(&self.args)
+                .args(self.args.iter().map(|arg| {
+                    if arg == ANY_PORT {
+                        free_port().to_string()
+                    } else {
+                        arg.clone()
+                    }
+                }))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let mut child = command

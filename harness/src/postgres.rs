@@ -2,7 +2,6 @@
 //! port, for the order consumer's tests and the benchmark's SQL baseline.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tempfile::TempDir;
@@ -57,10 +56,7 @@ impl Postgres {
             .prefix("seckill-bench-pg-")
             .tempdir()
             .expect("temp dir");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|addr| addr.port())
-            .expect("free port");
+        let port = crate::free_port();
         let postgres = Postgres {
             bin,
             dir,
