@@ -16,7 +16,7 @@ pub fn info(con: &mut Connection, key: &str) -> Vec<(String, i64)> {
         Value::Nil => return Vec::new(),
         other => panic!("unexpected INFO reply {other:?}"),
     };
-    // Integer fields only; the stream's name is read with `info_stream`.
+    // Integer fields only: the order stream's name is left out.
     items
         .chunks(2)
         .filter_map(|pair| {
