@@ -201,15 +201,8 @@ fn holds_lists_pending_holds_earliest_first() {
 #[test]
 fn hold_seconds_reach_the_replica_as_the_masters_deadline() {
     let master = Server::start();
-    ok::<String>(
-        &mut master.client(),
-        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
-    );
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let replica = Server::start_replica_of(&master);
     let mut replica_con = replica.client();
-    wait_until("the replica to sync", Duration::from_secs(30), || {
-        server_info(&mut replica_con, "replication", "master_link_status").as_deref() == Some("up")
-    });
     let mut con = master.client();
     ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "5"]);
     ok::<i64>(
@@ -238,15 +231,8 @@ fn hold_seconds_reach_the_replica_as_the_masters_deadline() {
 #[test]
 fn replica_and_aof_hold_the_identical_item_after_holds_lapse_on_the_master() {
     let mut master = Server::start_with(&["--appendonly", "yes"]);
-    ok::<String>(
-        &mut master.client(),
-        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
-    );
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let replica = Server::start_replica_of(&master);
     let mut replica_con = replica.client();
-    wait_until("the replica to sync", Duration::from_secs(30), || {
-        server_info(&mut replica_con, "replication", "master_link_status").as_deref() == Some("up")
-    });
     let mut con = master.client();
     ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "20", "LIMIT", "2"]);
     // One deadline for every hold, so that one sweep releases them all.

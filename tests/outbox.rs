@@ -243,15 +243,8 @@ fn a_blocked_reader_wakes_up_for_a_purchase() {
 #[test]
 fn replica_and_aof_hold_the_same_stream() {
     let mut master = Server::start_with(&["--appendonly", "yes"]);
-    ok::<String>(
-        &mut master.client(),
-        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
-    );
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let replica = Server::start_replica_of(&master);
     let mut replica_con = replica.client();
-    wait_until("the replica to sync", Duration::from_secs(30), || {
-        server_info(&mut replica_con, "replication", "master_link_status").as_deref() == Some("up")
-    });
     let mut con = master.client();
     init_with_stream(&mut con, &["MAXLEN", "50"]);
     ok::<i64>(

@@ -3,24 +3,8 @@
 
 mod common;
 
-use common::{command_calls, error, fill_mixed, ok, server_info, snapshot, wait_until, Server};
+use common::{command_calls, error, fill_mixed, ok, snapshot, Server};
 use redis::Connection;
-use std::time::Duration;
-
-fn replica_of(master: &Server) -> Server {
-    // Full syncs start at once instead of waiting for more replicas.
-    ok::<String>(
-        &mut master.client(),
-        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
-    );
-    let port = master.port.to_string();
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
-    let mut con = replica.client();
-    wait_until("the replica to sync", Duration::from_secs(30), || {
-        server_info(&mut con, "replication", "master_link_status").as_deref() == Some("up")
-    });
-    replica
-}
 
 /// Blocks until the replica acknowledged every write so far.
 fn wait_for_replica(master: &mut Connection) {
@@ -34,7 +18,7 @@ fn replica_holds_identical_items_after_a_mixed_workload() {
     let mut con = master.client();
     // State from before the replica attaches arrives by full sync (RDB).
     fill_mixed(&mut con, "sku:synced", 1_500);
-    let replica = replica_of(&master);
+    let replica = Server::start_replica_of(&master);
     let mut replica_con = replica.client();
 
     // State written afterwards arrives as the replication stream.
@@ -74,7 +58,7 @@ fn replica_holds_identical_items_after_a_mixed_workload() {
 #[test]
 fn rejected_and_no_op_calls_are_not_replicated() {
     let master = Server::start();
-    let replica = replica_of(&master);
+    let replica = Server::start_replica_of(&master);
     let mut con = master.client();
     let mut replica_con = replica.client();
 

@@ -83,6 +83,22 @@ impl Server {
         Server::start_with_files(&[], args)
     }
 
+    /// A replica of `master`, returned once its link is up.
+    pub fn start_replica_of(master: &Server) -> Server {
+        // Full syncs start at once instead of waiting for more replicas.
+        ok::<String>(
+            &mut master.client(),
+            &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+        );
+        let port = master.port.to_string();
+        let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
+        let mut con = replica.client();
+        wait_until("the replica to sync", START_DEADLINE, || {
+            server_info(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+        });
+        replica
+    }
+
     /// A server whose directory holds `files` (name, content) before it
     /// starts, e.g. an RDB file written by an older release.
     pub fn start_with_files(files: &[(&str, &[u8])], args: &[&str]) -> Server {

@@ -21,9 +21,9 @@
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
 
-use super::ledger::{Buyer, Ledger, Lookup, NewRequest, RequestState};
+use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
 use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the outbox.
@@ -134,24 +134,19 @@ impl SaleItem {
             _ => return Err(DecodeError("bad unlimited flag")),
         };
         let stock = input.non_negative()?;
-        let mut item = SaleItem {
-            stock: if unlimited {
+        let limit = input.non_negative()?;
+        let mut item = SaleItem::new(
+            if unlimited {
                 Stock::Unlimited
             } else {
                 Stock::Limited(stock)
             },
-            limit: input.non_negative()?,
-            initial: input.non_negative()?,
-            added: input.non_negative()?,
-            sold: input.non_negative()?,
-            refunded: input.non_negative()?,
-            expired: 0,
-            held: 0,
-            holds: BTreeMap::new(),
-            window: Window::default(),
-            outbox: None,
-            ledger: Ledger::default(),
-        };
+            limit,
+        );
+        item.initial = input.non_negative()?;
+        item.added = input.non_negative()?;
+        item.sold = input.non_negative()?;
+        item.refunded = input.non_negative()?;
         if version >= 2 {
             let (start, end) = (input.non_negative()?, input.non_negative()?);
             item.window = Window::new(start, end).map_err(|_| DecodeError("bad sale window"))?;
