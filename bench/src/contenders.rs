@@ -4,9 +4,9 @@
 use redis::Connection;
 use seckill_harness::ok;
 
-/// The first seed's script: check stock, check the user's bought key (built
+/// The published seckill.lua script: check stock, check the user's bought key (built
 /// inside the script, as published), DECR, INCR.
-pub const SEED1_LUA: &str = r#"
+pub const SECKILL_LUA: &str = r#"
 local stockKey = KEYS[1]
 local boughtKey = KEYS[2]
 local userId = ARGV[1]
@@ -24,15 +24,15 @@ redis.call('incr', boughtKey .. ':' .. userId)
 return 1
 "#;
 
-/// The second seed's script: exists / get / INCRBY -num; no per-user limit.
-pub const SEED2_LUA: &str = "if (redis.call('exists', KEYS[1]) == 1) then \
+/// The Spring StockService's script: exists / get / INCRBY -num; no per-user limit.
+pub const STOCK_SERVICE_LUA: &str = "if (redis.call('exists', KEYS[1]) == 1) then \
     local stock = tonumber(redis.call('get', KEYS[1])); \
     local num = tonumber(ARGV[1]); \
     if (stock == -1) then return -1; end; \
     if (stock >= num) then return redis.call('incrby', KEYS[1], 0 - num); end; \
     return -2; end; return -3;";
 
-/// The first seed's logic as a Redis Function, the no-module alternative
+/// seckill.lua's logic as a Redis Function, the no-module alternative
 /// that survives restarts.
 pub const FUNCTION_LIBRARY: &str = r#"#!lua name=seckill_bench
 redis.register_function('seckill_deduct', function(keys, args)
@@ -52,16 +52,16 @@ end)
 "#;
 
 pub struct Scripts {
-    pub seed1: String,
-    pub seed2: String,
+    pub seckill_lua: String,
+    pub stock_service: String,
 }
 
 /// Loads both scripts and the function library; returns the scripts' SHAs.
 pub fn load_scripts(con: &mut Connection) -> Scripts {
     ok::<String>(con, &["FUNCTION", "LOAD", "REPLACE", FUNCTION_LIBRARY]);
     Scripts {
-        seed1: ok(con, &["SCRIPT", "LOAD", SEED1_LUA]),
-        seed2: ok(con, &["SCRIPT", "LOAD", SEED2_LUA]),
+        seckill_lua: ok(con, &["SCRIPT", "LOAD", SECKILL_LUA]),
+        stock_service: ok(con, &["SCRIPT", "LOAD", STOCK_SERVICE_LUA]),
     }
 }
 
@@ -92,8 +92,8 @@ fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
 pub const MODULE: &str = "SECKILL.DEDUCT";
 pub const MODULE_ID: &str = "SECKILL.DEDUCT ... ID";
 pub const MODULE_HOLD: &str = "SECKILL.DEDUCT ... ID ... HOLD";
-pub const SEED1: &str = "Lua, seed 1 (EVALSHA)";
-pub const SEED2: &str = "Lua, seed 2 (EVALSHA)";
+pub const LUA_SECKILL: &str = "Lua seckill.lua (EVALSHA)";
+pub const LUA_STOCK_SERVICE: &str = "Lua StockService (EVALSHA)";
 pub const FUNCTION: &str = "Function (FCALL)";
 pub const WATCH: &str = "WATCH/MULTI/EXEC";
 pub const POSTGRES: &str = "PostgreSQL UPDATE, memory speed";
@@ -126,7 +126,7 @@ pub fn single_commands(
             ],
         );
     }
-    for name in ["seed1:stock", "seed2:stock", "fn:stock"] {
+    for name in ["seckill-lua:stock", "stock-service:stock", "fn:stock"] {
         ok::<String>(con, &["SET", &key(name), &stock]);
     }
     ok::<String>(con, &["SET", "ref:string", "42"]);
@@ -171,22 +171,28 @@ pub fn single_commands(
             ],
         ),
         command(
-            SEED1,
+            LUA_SECKILL,
             "evalsha",
             &[
                 "EVALSHA",
-                &scripts.seed1,
+                &scripts.seckill_lua,
                 "2",
-                &key("seed1:stock"),
-                &key("seed1:bought"),
+                &key("seckill-lua:stock"),
+                &key("seckill-lua:bought"),
                 user,
                 limit,
             ],
         ),
         command(
-            SEED2,
+            LUA_STOCK_SERVICE,
             "evalsha",
-            &["EVALSHA", &scripts.seed2, "1", &key("seed2:stock"), "1"],
+            &[
+                "EVALSHA",
+                &scripts.stock_service,
+                "1",
+                &key("stock-service:stock"),
+                "1",
+            ],
         ),
         command(
             FUNCTION,

@@ -3,7 +3,7 @@
 //! instruction on a noisy shared machine. Memory stalls do not show here;
 //! wall-clock figures carry those.
 
-use crate::contenders::{load_scripts, DECRBY, GET, MODULE, MODULE_ID, SEED1};
+use crate::contenders::{load_scripts, DECRBY, GET, LUA_SECKILL, MODULE, MODULE_ID};
 use redis::Connection;
 use seckill_harness::{free_port, module_path, ok, server_binary};
 use std::path::Path;
@@ -167,7 +167,7 @@ pub fn measure() -> Vec<Count> {
     // The script's users have bought before too.
     send(
         &mut con,
-        (0..USERS).map(|n| lua_for(&scripts.seed1, format!("user:{n}"))),
+        (0..USERS).map(|n| lua_for(&scripts.seckill_lua, format!("user:{n}"))),
     );
     let user = |n: usize| format!("user:{}", (n * 7919) % USERS);
     let pid = valgrind.child.id();
@@ -210,10 +210,10 @@ pub fn measure() -> Vec<Count> {
             .collect(),
     );
     record(
-        SEED1,
+        LUA_SECKILL,
         "success",
         (0..CALLS)
-            .map(|n| lua_for(&scripts.seed1, user(n)))
+            .map(|n| lua_for(&scripts.seckill_lua, user(n)))
             .collect(),
     );
     record(

@@ -9,8 +9,8 @@ mod report;
 
 use contenders::Scripts;
 use contenders::{
-    load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, MODULE, POSTGRES,
-    POSTGRES_DURABLE, SEED1, SEED2, WATCH,
+    load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, LUA_SECKILL,
+    LUA_STOCK_SERVICE, MODULE, POSTGRES, POSTGRES_DURABLE, WATCH,
 };
 use load::{closed_loop, redis_benchmark, Throughput};
 use redis::Connection;
@@ -245,19 +245,23 @@ fn sale_command(contender: &str, scripts: &Scripts, user: &str, index: usize) ->
                 .arg("ID")
                 .arg(format!("req:{index}"));
         }
-        SEED1 => {
+        LUA_SECKILL => {
             command = redis::cmd("EVALSHA");
             command
-                .arg(&scripts.seed1)
+                .arg(&scripts.seckill_lua)
                 .arg(2)
                 .arg("sale:stock")
                 .arg("sale:bought")
                 .arg(user)
                 .arg(1);
         }
-        SEED2 => {
+        LUA_STOCK_SERVICE => {
             command = redis::cmd("EVALSHA");
-            command.arg(&scripts.seed2).arg(1).arg("sale:stock").arg(1);
+            command
+                .arg(&scripts.stock_service)
+                .arg(1)
+                .arg("sale:stock")
+                .arg(1);
         }
         _ => {
             command = redis::cmd("FCALL");
@@ -273,11 +277,11 @@ fn sale_command(contender: &str, scripts: &Scripts, user: &str, index: usize) ->
     command
 }
 
-/// Whether a contender's reply means a unit was sold: seed 1, the function
-/// and WATCH answer 1, the module and seed 2 the stock left.
+/// Whether a contender's reply means a unit was sold: seckill.lua, the
+/// function and WATCH answer 1, the module and StockService the stock left.
 fn is_sale(contender: &str, reply: i64) -> bool {
     match contender {
-        MODULE | SEED2 => reply >= 0,
+        MODULE | LUA_STOCK_SERVICE => reply >= 0,
         _ => reply == 1,
     }
 }
@@ -362,7 +366,7 @@ fn run_sale(
     if sold != stock || left != 0 {
         problems.push(format!("sold {sold} of {stock}, {left} left"));
     }
-    if contender != SEED2 && buyers.len() != sales.len() {
+    if contender != LUA_STOCK_SERVICE && buyers.len() != sales.len() {
         problems.push(format!("{} users bought twice", sales.len() - buyers.len()));
     }
     if contender == MODULE {
@@ -392,7 +396,7 @@ fn flash_sale(
     let scripts = Arc::new(load_scripts(con));
     let attempts = Arc::new(sale_attempts(plan));
     let mut rows = Vec::new();
-    for contender in [MODULE, SEED1, SEED2, FUNCTION, WATCH] {
+    for contender in [MODULE, LUA_SECKILL, LUA_STOCK_SERVICE, FUNCTION, WATCH] {
         println!(
             "  {contender:<28} {} units, {} clicks from {} clients",
             plan.sale_stock,
@@ -412,7 +416,7 @@ fn flash_sale(
             sold_out_after: plain.sold_out_after,
             throughput: plain.throughput,
             pipelined: pipelined.map(|run| run.throughput),
-            limit_enforced: contender != SEED2,
+            limit_enforced: contender != LUA_STOCK_SERVICE,
             problems,
         });
     }
@@ -431,7 +435,7 @@ fn flash_sale(
     rows
 }
 
-/// The seeds' SQL under the same sale: one hot row, and each sale recorded
+/// The articles' SQL baseline under the same sale: one hot row, and each sale recorded
 /// with its time so that the sell-out moment can be read back.
 fn postgres_flash_sale(
     pg: &Postgres,
@@ -500,7 +504,7 @@ fn used_memory(con: &mut Connection) -> f64 {
 }
 
 /// Bytes per buyer record (user + request id) after `memory_buyers`
-/// purchases: the module's item against the seed layout (one string key per
+/// purchases: the module's item against the key-per-user layout (one string key per
 /// user plus a set of request ids).
 fn memory(con: &mut Connection, plan: &Plan) -> Memory {
     let mut measure = |setup: &dyn Fn(&mut Connection),
@@ -518,7 +522,7 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
         (used_memory(con) - before) / plan.memory_buyers as f64
     };
     println!(
-        "  module item and seed layout, {} buyers each",
+        "  module item and key-per-user layout, {} buyers each",
         plan.memory_buyers
     );
     let module = measure(
@@ -535,7 +539,7 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
                 .ignore();
         },
     );
-    let seed = measure(&|_| {}, &|pipe, n| {
+    let key_per_user = measure(&|_| {}, &|pipe, n| {
         pipe.cmd("INCR")
             .arg(format!("sku:1001:bought:user:{n}"))
             .ignore()
@@ -548,7 +552,7 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
     Memory {
         buyers: plan.memory_buyers,
         module_bytes: module,
-        seed_bytes: seed,
+        key_per_user_bytes: key_per_user,
     }
 }
 

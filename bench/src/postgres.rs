@@ -1,4 +1,4 @@
-//! The SQL baseline from the seeds: one hot row updated in a real, throw-away
+//! The articles' SQL baseline: one hot row updated in a real, throw-away
 //! PostgreSQL cluster, driven by pgbench.
 
 use crate::load::Throughput;

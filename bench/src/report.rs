@@ -3,7 +3,7 @@
 //! run, so that readers on other machines can compare ratios.
 
 use crate::contenders::{
-    DECRBY, FUNCTION, GET, MODULE, MODULE_ID, POSTGRES, POSTGRES_DURABLE, SEED1,
+    DECRBY, FUNCTION, GET, LUA_SECKILL, MODULE, MODULE_ID, POSTGRES, POSTGRES_DURABLE,
 };
 use crate::instructions::Count;
 use crate::load::Throughput;
@@ -59,7 +59,7 @@ pub struct FlashSaleRow {
 pub struct Memory {
     pub buyers: usize,
     pub module_bytes: f64,
-    pub seed_bytes: f64,
+    pub key_per_user_bytes: f64,
 }
 
 pub struct Lapse {
@@ -168,8 +168,8 @@ impl Report {
                 false,
             ),
             target(
-                "server µs/call, success path: DEDUCT / seed-1 Lua",
-                ratio(a.usec(MODULE), a.usec(SEED1)),
+                "server µs/call, success path: DEDUCT / seckill.lua",
+                ratio(a.usec(MODULE), a.usec(LUA_SECKILL)),
                 0.125,
                 false,
             ),
@@ -189,10 +189,10 @@ impl Report {
                 false,
             ),
             target(
-                "same, in instructions (callgrind), success path: DEDUCT / seed-1 Lua",
+                "same, in instructions (callgrind), success path: DEDUCT / seckill.lua",
                 ratio(
                     instructions(MODULE, "success"),
-                    instructions(SEED1, "success"),
+                    instructions(LUA_SECKILL, "success"),
                 ),
                 0.125,
                 false,
@@ -207,8 +207,8 @@ impl Report {
                 false,
             ),
             target(
-                "-P 16 throughput, success path: DEDUCT / seed-1 Lua",
-                ratio(a.pipelined(MODULE), a.pipelined(SEED1)),
+                "-P 16 throughput, success path: DEDUCT / seckill.lua",
+                ratio(a.pipelined(MODULE), a.pipelined(LUA_SECKILL)),
                 3.0,
                 true,
             ),
@@ -225,8 +225,11 @@ impl Report {
                 true,
             ),
             target(
-                "memory per buyer record: module / seed layout",
-                ratio(Some(self.memory.module_bytes), Some(self.memory.seed_bytes)),
+                "memory per buyer record: module / key-per-user layout",
+                ratio(
+                    Some(self.memory.module_bytes),
+                    Some(self.memory.key_per_user_bytes),
+                ),
                 0.5,
                 false,
             ),
@@ -412,16 +415,16 @@ impl Report {
             out,
             "\n## (d) Memory\n\n`INFO memory` growth per buyer record after {} purchases, \
              each with its own user id (`user:N`) and request id (`order:N`).\n\n\
-             | layout | bytes per buyer record | × seed layout |\n|---|--:|--:|\n\
+             | layout | bytes per buyer record | × key-per-user layout |\n|---|--:|--:|\n\
              | seckill item (`DEDUCT ... ID`) | {:.0} | {} |\n\
-             | seed layout: one `INCR` key per user + `SADD` of the request id | {:.0} | 1.00× |\n",
+             | key-per-user layout: one `INCR` key per user + `SADD` of the request id | {:.0} | 1.00× |\n",
             self.memory.buyers,
             self.memory.module_bytes,
             show_ratio(ratio(
                 Some(self.memory.module_bytes),
-                Some(self.memory.seed_bytes)
+                Some(self.memory.key_per_user_bytes)
             )),
-            self.memory.seed_bytes,
+            self.memory.key_per_user_bytes,
         );
         let _ = write!(
             out,
@@ -567,7 +570,7 @@ fn svg(panels: &[(&str, Vec<(&str, f64)>)]) -> String {
                 "#d9480f"
             } else if *label == GET || *label == DECRBY {
                 "#868e96"
-            } else if *label == FUNCTION || *label == SEED1 {
+            } else if *label == FUNCTION || *label == LUA_SECKILL {
                 "#1c7ed6"
             } else {
                 "#4dabf7"
