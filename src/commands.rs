@@ -120,6 +120,24 @@ fn open_outbox(ctx: &Context, item: &SaleItem) -> Result<Option<OutboxWriter>, R
     }
 }
 
+/// Runs a write on the item at `name`, or replies `-3` when there is none.
+/// Every write first opens the item's order stream, so that a stream key of
+/// the wrong type refuses it before anything changes, and releases the
+/// item's lapsed holds.
+fn write_item(
+    ctx: &Context,
+    name: &Arg,
+    write: impl FnOnce(&mut SaleItem, Option<&mut OutboxWriter>) -> RedisResult,
+) -> RedisResult {
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let mut outbox = open_outbox(ctx, item)?;
+    release_due_holds(ctx, name, item, outbox.as_mut());
+    write(item, outbox.as_mut())
+}
+
 /// Releases the item's lapsed holds before a write, where this server
 /// decides (a replica or an AOF replay waits for its master's release).
 fn release_due_holds(
@@ -400,19 +418,13 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let qty = positive(qty)?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    match item.add(qty)? {
+    write_item(ctx, name, |item, _| match item.add(qty)? {
         Restock::Added { remaining } => {
             record_change(ctx, name, c"seckill.add");
             Ok(RedisValue::Integer(remaining))
         }
         Restock::Unlimited => Ok(RedisValue::Integer(item.remaining())),
-    }
+    })
 }
 
 /// How long a hold lasts, as DEDUCT was given it.
@@ -471,78 +483,75 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user, ERR_BAD_USER)?;
     let qty = positive(qty)?;
     let options = DeductOptions::parse(options)?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    // The clock is read only for a sale window or a relative hold, and only
-    // where this server decides: a replica or an AOF replay applies what its
-    // master already accepted.
-    let needs_clock = !item.window().is_always_open() || matches!(options.hold, Some(Hold::For(_)));
-    let now = (needs_clock && !master_decided(ctx)).then(now_ms);
-    let moment = match now {
-        Some(now) if !item.window().is_always_open() => Moment::At(now),
-        _ => Moment::Decided,
-    };
-    let hold_until = match options.hold {
-        None => None,
-        Some(Hold::Until(unix_ms)) => Some(unix_ms),
-        Some(Hold::For(millis)) => Some(
-            now.unwrap_or_else(now_ms)
-                .checked_add(millis)
-                .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
-        ),
-    };
-    let outcome = item.deduct(user, qty, options.request_id, moment, hold_until)?;
-    let reply = match outcome {
-        Deduction::Bought { remaining } => {
-            match (options.hold, hold_until, options.request_id) {
-                // A relative hold read the clock: send the deadline it reached.
-                (Some(Hold::For(_)), Some(unix_ms), Some(request_id)) => {
-                    signal_modified(ctx, name);
-                    let qty = qty.to_string();
-                    let unix_ms = unix_ms.to_string();
-                    let effect: [&[u8]; 7] = [
-                        name.as_bytes(),
-                        user,
-                        qty.as_bytes(),
-                        b"ID",
-                        request_id,
-                        b"HOLDUNTIL",
-                        unix_ms.as_bytes(),
-                    ];
-                    ctx.replicate("SECKILL.DEDUCT", effect.as_slice());
-                    notify(ctx, name, c"seckill.deduct");
+    write_item(ctx, name, |item, outbox| {
+        // The clock is read only for a sale window or a relative hold, and only
+        // where this server decides: a replica or an AOF replay applies what its
+        // master already accepted.
+        let needs_clock =
+            !item.window().is_always_open() || matches!(options.hold, Some(Hold::For(_)));
+        let now = (needs_clock && !master_decided(ctx)).then(now_ms);
+        let moment = match now {
+            Some(now) if !item.window().is_always_open() => Moment::At(now),
+            _ => Moment::Decided,
+        };
+        let hold_until = match options.hold {
+            None => None,
+            Some(Hold::Until(unix_ms)) => Some(unix_ms),
+            Some(Hold::For(millis)) => Some(
+                now.unwrap_or_else(now_ms)
+                    .checked_add(millis)
+                    .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
+            ),
+        };
+        let outcome = item.deduct(user, qty, options.request_id, moment, hold_until)?;
+        let reply = match outcome {
+            Deduction::Bought { remaining } => {
+                match (options.hold, hold_until, options.request_id) {
+                    // A relative hold read the clock: send the deadline it reached.
+                    (Some(Hold::For(_)), Some(unix_ms), Some(request_id)) => {
+                        signal_modified(ctx, name);
+                        let qty = qty.to_string();
+                        let unix_ms = unix_ms.to_string();
+                        let effect: [&[u8]; 7] = [
+                            name.as_bytes(),
+                            user,
+                            qty.as_bytes(),
+                            b"ID",
+                            request_id,
+                            b"HOLDUNTIL",
+                            unix_ms.as_bytes(),
+                        ];
+                        ctx.replicate("SECKILL.DEDUCT", effect.as_slice());
+                        notify(ctx, name, c"seckill.deduct");
+                    }
+                    _ => record_change(ctx, name, c"seckill.deduct"),
                 }
-                _ => record_change(ctx, name, c"seckill.deduct"),
+                if let Some(unix_ms) = hold_until {
+                    sweeper::schedule(ctx, name.as_bytes(), unix_ms);
+                }
+                let event = OrderEvent {
+                    kind: if hold_until.is_some() {
+                        "hold"
+                    } else {
+                        "purchase"
+                    },
+                    user,
+                    qty,
+                    request_id: options.request_id.unwrap_or_default(),
+                    stock: remaining,
+                };
+                record_event(ctx, name, outbox, event);
+                remaining
             }
-            if let Some(unix_ms) = hold_until {
-                sweeper::schedule(ctx, name.as_bytes(), unix_ms);
-            }
-            let event = OrderEvent {
-                kind: if hold_until.is_some() {
-                    "hold"
-                } else {
-                    "purchase"
-                },
-                user,
-                qty,
-                request_id: options.request_id.unwrap_or_default(),
-                stock: remaining,
-            };
-            record_event(ctx, name, outbox.as_mut(), event);
-            remaining
-        }
-        Deduction::Replayed { remaining } => remaining,
-        Deduction::SoldOut => NOT_ENOUGH_STOCK,
-        Deduction::LimitExceeded => LIMIT_EXCEEDED,
-        Deduction::Refunded => REQUEST_REFUNDED,
-        Deduction::NotStarted => SALE_NOT_STARTED,
-        Deduction::Ended => SALE_ENDED,
-    };
-    Ok(RedisValue::Integer(reply))
+            Deduction::Replayed { remaining } => remaining,
+            Deduction::SoldOut => NOT_ENOUGH_STOCK,
+            Deduction::LimitExceeded => LIMIT_EXCEEDED,
+            Deduction::Refunded => REQUEST_REFUNDED,
+            Deduction::NotStarted => SALE_NOT_STARTED,
+            Deduction::Ended => SALE_ENDED,
+        };
+        Ok(RedisValue::Integer(reply))
+    })
 }
 
 /// SECKILL.CONFIRM key request_id
@@ -551,30 +560,26 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    Ok(RedisValue::Integer(match item.confirm(request_id) {
-        Confirmation::Confirmed => {
-            record_change(ctx, name, c"seckill.confirm");
-            if let Some(request) = item.request(request_id) {
-                let event = OrderEvent {
-                    kind: "confirm",
-                    user: request.user,
-                    qty: request.qty,
-                    request_id,
-                    stock: item.remaining(),
-                };
-                record_event(ctx, name, outbox.as_mut(), event);
+    write_item(ctx, name, |item, outbox| {
+        Ok(RedisValue::Integer(match item.confirm(request_id) {
+            Confirmation::Confirmed => {
+                record_change(ctx, name, c"seckill.confirm");
+                if let Some(request) = item.request(request_id) {
+                    let event = OrderEvent {
+                        kind: "confirm",
+                        user: request.user,
+                        qty: request.qty,
+                        request_id,
+                        stock: item.remaining(),
+                    };
+                    record_event(ctx, name, outbox, event);
+                }
+                1
             }
-            1
-        }
-        Confirmation::AlreadyConfirmed => 0,
-        Confirmation::Invalid => REQUEST_REFUNDED,
-    }))
+            Confirmation::AlreadyConfirmed => 0,
+            Confirmation::Invalid => REQUEST_REFUNDED,
+        }))
+    })
 }
 
 /// SECKILL.RELEASE key request_id [request_id ...]: lets the named holds
@@ -685,27 +690,23 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    let returned = item.refund(request_id)?;
-    if returned > 0 {
-        record_change(ctx, name, c"seckill.refund");
-        if let Some(request) = item.request(request_id) {
-            let event = OrderEvent {
-                kind: "refund",
-                user: request.user,
-                qty: returned,
-                request_id,
-                stock: item.remaining(),
-            };
-            record_event(ctx, name, outbox.as_mut(), event);
+    write_item(ctx, name, |item, outbox| {
+        let returned = item.refund(request_id)?;
+        if returned > 0 {
+            record_change(ctx, name, c"seckill.refund");
+            if let Some(request) = item.request(request_id) {
+                let event = OrderEvent {
+                    kind: "refund",
+                    user: request.user,
+                    qty: returned,
+                    request_id,
+                    stock: item.remaining(),
+                };
+                record_event(ctx, name, outbox, event);
+            }
         }
-    }
-    Ok(RedisValue::Integer(returned))
+        Ok(RedisValue::Integer(returned))
+    })
 }
 
 /// SECKILL.WINDOW key start end: moves the sale window of a live item
@@ -715,15 +716,11 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let window = Window::new(integer(start)?, integer(end)?)?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    item.set_window(window);
-    record_change(ctx, name, c"seckill.window");
-    Ok(RedisValue::Integer(1))
+    write_item(ctx, name, |item, _| {
+        item.set_window(window);
+        record_change(ctx, name, c"seckill.window");
+        Ok(RedisValue::Integer(1))
+    })
 }
 
 /// SECKILL.STREAM key [stream_key [MAXLEN n]]: sets the item's order

@@ -142,12 +142,16 @@ pub fn now_ms() -> i64 {
     redis_api!(RedisModule_Milliseconds).map_or(0, |f| unsafe { f() })
 }
 
-/// The item's order stream, opened for writing for one command (or one
-/// sweep step), so that its events go in the same atomic step as the sale.
+/// The item's order stream for one command (or one sweep step), so that
+/// its events go in the same atomic step as the sale. The key is checked
+/// with a read before the sale, and opened for writing only when an event
+/// is appended: closing a key opened for writing signals WATCH and client
+/// tracking, which a rejected call must not do.
 pub struct OutboxWriter {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    key: *mut raw::RedisModuleKey,
+    /// Open for writing once the first event is appended.
+    key: Option<*mut raw::RedisModuleKey>,
     maxlen: i64,
 }
 
@@ -185,15 +189,13 @@ impl OutboxWriter {
         let writer = OutboxWriter {
             ctx: ctx.get_raw(),
             name,
-            key: raw::open_key(
-                ctx.get_raw(),
-                name,
-                raw::KeyMode::READ | raw::KeyMode::WRITE,
-            ),
+            key: None,
             maxlen: outbox.maxlen,
         };
-        // SAFETY: the key was opened above.
-        let found = unsafe { key_type(writer.key) };
+        let read = raw::open_key(ctx.get_raw(), name, raw::KeyMode::READ);
+        // SAFETY: `read` came from RedisModule_OpenKey (NULL is allowed).
+        let found = unsafe { key_type(read) };
+        raw::close_key(read);
         if found == raw::REDISMODULE_KEYTYPE_EMPTY as i32
             || found == raw::REDISMODULE_KEYTYPE_STREAM as i32
         {
@@ -213,6 +215,13 @@ impl OutboxWriter {
         ) else {
             return;
         };
+        let key = *self.key.get_or_insert_with(|| {
+            raw::open_key(
+                self.ctx,
+                self.name,
+                raw::KeyMode::READ | raw::KeyMode::WRITE,
+            )
+        });
         let qty = event.qty.to_string();
         let at = now_ms().to_string();
         let stock = event.stock.to_string();
@@ -241,7 +250,7 @@ impl OutboxWriter {
         let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
         let added = unsafe {
             stream_add(
-                self.key,
+                key,
                 raw::REDISMODULE_STREAM_ADD_AUTOID as i32,
                 &mut id,
                 strings.as_mut_ptr(),
@@ -259,7 +268,7 @@ impl OutboxWriter {
         if self.maxlen > 0 {
             if let Some(trim) = redis_api!(RedisModule_StreamTrimByLength) {
                 // SAFETY: the key is an open stream.
-                unsafe { trim(self.key, 0, self.maxlen) };
+                unsafe { trim(key, 0, self.maxlen) };
             }
         }
         let stream = crate::args::Arg::from_ptr(self.name);
@@ -292,7 +301,9 @@ impl OutboxWriter {
 
 impl Drop for OutboxWriter {
     fn drop(&mut self) {
-        raw::close_key(self.key);
+        if let Some(key) = self.key {
+            raw::close_key(key);
+        }
         if let Some(free_string) = redis_api!(RedisModule_FreeString) {
             // SAFETY: created in `open`, not used after this.
             unsafe { free_string(self.ctx, self.name) };

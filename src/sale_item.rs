@@ -7,7 +7,7 @@ mod ledger;
 
 use ledger::{Ledger, Lookup, NewRequest};
 pub use ledger::{RequestState, RequestView};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -500,26 +500,24 @@ impl SaleItem {
     /// released, without releasing anything: what reads report.
     pub fn stats_at(&self, now: i64) -> ItemStats {
         let mut stats = self.stats();
-        let mut lapsing_users: Vec<(&[u8], i64)> = Vec::new();
-        for ((_, handle), _) in self.holds.range(..=(now, u32::MAX)) {
-            let request = self.ledger.request(*handle);
-            stats.held -= request.qty;
-            stats.holds -= 1;
-            stats.expired = stats.expired.saturating_add(request.qty);
+        // Units lapsing per user, to tell which buyers hold nothing after.
+        let mut lapsing_users: HashMap<&[u8], i64> = HashMap::new();
+        for ((_, handle), qty) in self.holds.range(..=(now, u32::MAX)) {
+            stats.held = stats.held.saturating_sub(*qty);
+            stats.holds = stats.holds.saturating_sub(1);
+            stats.expired = stats.expired.saturating_add(*qty);
             if let Stock::Limited(_) = self.stock {
-                stats.stock = stats.stock.saturating_add(request.qty);
+                stats.stock = stats.stock.saturating_add(*qty);
             }
-            match lapsing_users
-                .iter_mut()
-                .find(|(user, _)| *user == request.user)
-            {
-                Some((_, units)) => *units += request.qty,
-                None => lapsing_users.push((request.user, request.qty)),
-            }
+            let units = lapsing_users
+                .entry(self.ledger.request(*handle).user)
+                .or_default();
+            *units = units.saturating_add(*qty);
         }
         for (user, lapsing) in lapsing_users {
-            if self.bought(user) > 0 && self.bought(user) <= lapsing {
-                stats.buyers -= 1;
+            let held = self.bought(user);
+            if held > 0 && held <= lapsing {
+                stats.buyers = stats.buyers.saturating_sub(1);
             }
         }
         stats
@@ -538,13 +536,11 @@ impl SaleItem {
 
     /// Units `user` will hold once every hold due at `now` is released.
     pub fn bought_at(&self, user: &[u8], now: i64) -> i64 {
-        let lapsing: i64 = self
+        let lapsing = self
             .holds
             .range(..=(now, u32::MAX))
-            .map(|((_, handle), _)| self.ledger.request(*handle))
-            .filter(|request| request.user == user)
-            .map(|request| request.qty)
-            .sum();
+            .filter(|((_, handle), _)| self.ledger.request(*handle).user == user)
+            .fold(0i64, |units, (_, qty)| units.saturating_add(*qty));
         self.bought(user).saturating_sub(lapsing).max(0)
     }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{info_field, ok, server_info, snapshot, wait_until, Server};
+use common::{info_field, ok, snapshot, wait_until, Server};
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -359,22 +359,11 @@ fn holds_survive_aof_rewrite_and_dump_restore() {
     let holds: Value = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
     assert_eq!(info_field(&mut con, "sku:1", "expired"), 1);
 
-    let payload: Vec<u8> = ok(&mut con, &["DUMP", "sku:1"]);
-    let restored: String = redis::cmd("RESTORE")
-        .arg("sku:copy")
-        .arg(0)
-        .arg(&payload)
-        .query(&mut con)
-        .expect("RESTORE");
-    assert_eq!(restored, "OK");
+    common::dump_and_restore(&mut con, "sku:1", "sku:copy");
     assert_eq!(snapshot(&mut con, "sku:copy").1, before.1);
     assert_eq!(ok::<Value>(&mut con, &["SECKILL.HOLDS", "sku:copy"]), holds);
 
-    ok::<String>(&mut con, &["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(30), || {
-        server_info(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && server_info(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
-    });
+    common::rewrite_aof(&mut con);
     server.restart();
     let mut con = server.client();
     assert_eq!(snapshot(&mut con, "sku:1"), before);

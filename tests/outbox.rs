@@ -296,3 +296,24 @@ fn replica_and_aof_hold_the_same_stream() {
         "AOF replay differs"
     );
 }
+
+#[test]
+fn a_rejected_sale_leaves_a_watch_on_the_stream_alone() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", ITEM, "0", "STREAM", STREAM]);
+    ok::<String>(&mut con, &["XADD", STREAM, "*", "event", "opened"]);
+    let mut watcher = server.client();
+    ok::<String>(&mut watcher, &["WATCH", STREAM]);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", ITEM, "alice", "1"]),
+        -1
+    );
+    let exec: Value = redis::pipe()
+        .atomic()
+        .cmd("XLEN")
+        .arg(STREAM)
+        .query(&mut watcher)
+        .expect("EXEC");
+    assert_ne!(exec, Value::Nil, "a sold-out DEDUCT touched the stream");
+}

@@ -2,8 +2,7 @@
 
 mod common;
 
-use common::{error, fill_mixed, ok, server_info, snapshot, wait_until, Server};
-use std::time::Duration;
+use common::{error, fill_mixed, ok, snapshot, Server};
 
 const BIG: usize = 2_500;
 
@@ -68,18 +67,6 @@ fn aof_restart_replays_every_write() {
     assert_ledger_behaves(&mut con, "sku:big");
 }
 
-fn rewrite_aof(con: &mut redis::Connection) {
-    ok::<String>(con, &["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(30), || {
-        server_info(con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && server_info(con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
-    });
-    assert_eq!(
-        server_info(con, "persistence", "aof_last_bgrewrite_status").as_deref(),
-        Some("ok")
-    );
-}
-
 #[test]
 fn aof_rewrite_as_commands_rebuilds_items_exactly() {
     let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
@@ -87,7 +74,7 @@ fn aof_rewrite_as_commands_rebuilds_items_exactly() {
     fill_mixed(&mut con, "sku:big", BIG);
     ok::<i64>(&mut con, &["SECKILL.INIT", "sku:ttl", "5", "EX", "1000"]);
     let expire_at: i64 = ok(&mut con, &["PEXPIRETIME", "sku:ttl"]);
-    rewrite_aof(&mut con);
+    common::rewrite_aof(&mut con);
     let base = std::fs::read_dir(server.dir().join("appendonlydir"))
         .expect("appendonlydir")
         .filter_map(Result::ok)
@@ -121,7 +108,7 @@ fn aof_rewrite_with_rdb_preamble_rebuilds_items_exactly() {
     let mut server = Server::start_with(&["--appendonly", "yes"]);
     let mut con = server.client();
     fill_mixed(&mut con, "sku:big", BIG);
-    rewrite_aof(&mut con);
+    common::rewrite_aof(&mut con);
     let before = snapshot(&mut con, "sku:big");
     server.restart();
     let mut con = server.client();
@@ -133,14 +120,7 @@ fn dump_and_restore_carry_the_whole_item() {
     let server = Server::start();
     let mut con = server.client();
     fill_mixed(&mut con, "sku:big", BIG);
-    let payload: Vec<u8> = ok(&mut con, &["DUMP", "sku:big"]);
-    let restored: String = redis::cmd("RESTORE")
-        .arg("sku:copy")
-        .arg(0)
-        .arg(&payload)
-        .query(&mut con)
-        .expect("RESTORE");
-    assert_eq!(restored, "OK");
+    let payload = common::dump_and_restore(&mut con, "sku:big", "sku:copy");
     assert_eq!(
         snapshot(&mut con, "sku:copy"),
         snapshot(&mut con, "sku:big")

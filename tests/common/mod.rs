@@ -64,3 +64,33 @@ pub fn fill_mixed(con: &mut Connection, key: &str, buyers: usize) {
     ok::<i64>(con, &["SECKILL.REFUND", key, "order:1"]);
     ok::<i64>(con, &["SECKILL.ADD", key, "7"]);
 }
+
+/// Rewrites the AOF in the background and waits until it finished well.
+pub fn rewrite_aof(con: &mut Connection) {
+    ok::<String>(con, &["BGREWRITEAOF"]);
+    wait_until(
+        "the AOF rewrite",
+        std::time::Duration::from_secs(30),
+        || {
+            server_info(con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+                && server_info(con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+        },
+    );
+    assert_eq!(
+        server_info(con, "persistence", "aof_last_bgrewrite_status").as_deref(),
+        Some("ok")
+    );
+}
+
+/// Copies `from` to `to` through DUMP and RESTORE; returns the payload.
+pub fn dump_and_restore(con: &mut Connection, from: &str, to: &str) -> Vec<u8> {
+    let payload: Vec<u8> = ok(con, &["DUMP", from]);
+    let restored: String = redis::cmd("RESTORE")
+        .arg(to)
+        .arg(0)
+        .arg(&payload)
+        .query(con)
+        .expect("RESTORE");
+    assert_eq!(restored, "OK");
+    payload
+}
