@@ -198,6 +198,12 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
         }
         set_acl_categories(ctx, name, flags);
     }
+    // Loaders report short reads instead of making Redis abort, which is
+    // also what lets a replica load a full sync without a temporary file.
+    if let Some(set_options) = redis_api!(RedisModule_SetModuleOptions) {
+        // SAFETY: called from the module's init with its own context.
+        unsafe { set_options(ctx.ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+    }
     sweeper::start(ctx);
     Status::Ok
 }
