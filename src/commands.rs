@@ -1,19 +1,20 @@
-//! The SECKILL.* commands: parse arguments, reach the item, reply, and then
-//! replicate and notify exactly when something changed. Sale rules live in
+//! The SECKILL.* commands: parse and validate arguments, then hand the
+//! write to `write`, which judges, applies, replicates and notifies in one
+//! place; reads reply from the item directly. Sale rules live in
 //! `sale_item`; this layer only translates between them and the wire.
 
 use crate::args::Arg;
 use crate::hash_slot::key_slot;
-use crate::item_key::{
-    master_decided, now_ms, signal_modified, ItemKey, OrderEvent, OutboxWriter, WrongType,
-};
+use crate::item_key::{master_decided, now_ms, ItemKey, WrongType};
+use crate::order_stream;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
-    Confirmation, Deduction, ItemError, Lapsed, Moment, Outbox, Restock, SaleItem, Stock, Window,
-    MAX_ID_LEN,
+    Change, Confirmation, Deduction, ItemError, LapseMoment, Moment, Order, Outbox, SaleItem,
+    Stock, Verdict, Window, MAX_ID_LEN,
 };
 use crate::sweeper;
-use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
+use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_long};
 
@@ -21,7 +22,7 @@ use std::os::raw::{c_char, c_long};
 // numbers follow the Lua scripts these commands replace (see README).
 pub const NOT_ENOUGH_STOCK: i64 = -1;
 pub const LIMIT_EXCEEDED: i64 = -2;
-pub const NO_SUCH_ITEM: i64 = -3;
+// -3, no such item, is `write::NO_SUCH_ITEM`: every write answers it alike.
 pub const REQUEST_REFUNDED: i64 = -4;
 pub const SALE_NOT_STARTED: i64 = -5;
 pub const SALE_ENDED: i64 = -6;
@@ -48,10 +49,10 @@ const ERR_HOLD_WITHOUT_ID: &str = "ERR HOLD requires ID";
 const ERR_STREAM_SLOT: &str = "ERR the order stream must hash to the item's slot: \
      give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders";
 const ERR_STREAM_SELF: &str = "ERR the order stream cannot be the item's own key";
-const ERR_STREAM_WRONGTYPE: &str =
-    "WRONGTYPE the item's order stream key holds the wrong kind of value";
 const ERR_BAD_MAXLEN: &str = "ERR MAXLEN must be a non-negative integer";
 const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
+const ERR_LOADCHUNK_CLIENT: &str =
+    "ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master";
 const ERR_BAD_WINDOW: &str =
     "ERR START and END must be non-negative Unix times in milliseconds, END after START";
 
@@ -94,124 +95,26 @@ fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
     Ok(bytes)
 }
 
-/// After an item changed in place: tells WATCH and client tracking,
-/// replicates the command as the client sent it, and fires its keyspace
-/// event. Only for writes whose outcome a replica reaches by itself.
-fn record_change(ctx: &Context, key: &Arg, event: &CStr) {
-    signal_modified(ctx, key);
-    ctx.replicate_verbatim();
-    notify(ctx, key, event);
+/// The moment a write judges lapses at, where this server decides.
+fn lapses(judging: Judging) -> LapseMoment {
+    judging.now
 }
 
-/// Holds released per command or timer tick at most, so that a burst of
-/// lapsed holds is spread over several steps instead of stalling one.
-pub const RELEASES_PER_STEP: usize = 2_000;
-
-/// The item's order stream opened for this command, where this server
-/// writes it (a replica or an AOF replay gets its master's entries). Opened
-/// before anything changes, so that a stream key of another type refuses
-/// the command instead of losing its events.
-fn open_outbox(ctx: &Context, item: &SaleItem) -> Result<Option<OutboxWriter>, RedisError> {
-    match item.outbox() {
-        Some(outbox) if !master_decided(ctx) => OutboxWriter::open(ctx, outbox)
-            .map(Some)
-            .map_err(|_| RedisError::Str(ERR_STREAM_WRONGTYPE)),
-        _ => Ok(None),
+/// The stock reads report: lapsed holds count as given back.
+fn stock_now(item: &SaleItem, judging: Judging) -> i64 {
+    match (judging.now, item.next_deadline()) {
+        (Some(now), Some(_)) => item.remaining_at(now),
+        _ => item.remaining(),
     }
 }
 
-/// Runs a write on the item at `name`, or replies `-3` when there is none.
-/// Every write first opens the item's order stream, so that a stream key of
-/// the wrong type refuses it before anything changes, and releases the
-/// item's lapsed holds.
-fn write_item(
-    ctx: &Context,
-    name: &Arg,
-    write: impl FnOnce(&mut SaleItem, Option<&mut OutboxWriter>) -> RedisResult,
-) -> RedisResult {
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    release_due_holds(ctx, name, item, outbox.as_mut());
-    write(item, outbox.as_mut())
-}
-
-/// Releases the item's lapsed holds before a write, where this server
-/// decides (a replica or an AOF replay waits for its master's release).
-fn release_due_holds(
-    ctx: &Context,
-    name: &Arg,
-    item: &mut SaleItem,
-    outbox: Option<&mut OutboxWriter>,
-) {
-    let Some(deadline) = item.next_deadline() else {
-        return;
-    };
-    if master_decided(ctx) {
-        return;
-    }
-    let now = now_ms();
-    if deadline <= now {
-        let released = item.release_due(now, RELEASES_PER_STEP);
-        announce_release(ctx, name, &released, item.remaining(), outbox);
-    }
-}
-
-/// Replicates a release by clock as its effect, `SECKILL.RELEASE key id..`,
-/// so that replicas and AOF replays end with the same holds whatever their
-/// own clocks say; fires `seckill.expire` and writes one `expire` order
-/// event per hold.
-pub fn announce_release(
-    ctx: &Context,
-    name: &Arg,
-    released: &[Lapsed],
-    stock: i64,
-    outbox: Option<&mut OutboxWriter>,
-) {
-    if released.is_empty() {
-        return;
-    }
-    signal_modified(ctx, name);
-    let mut effect: Vec<&[u8]> = Vec::with_capacity(released.len() + 1);
-    effect.push(name.as_bytes());
-    effect.extend(released.iter().map(|lapsed| lapsed.request_id.as_slice()));
-    ctx.replicate("SECKILL.RELEASE", effect.as_slice());
-    notify(ctx, name, c"seckill.expire");
-    if let Some(outbox) = outbox {
-        for lapsed in released {
-            let event = OrderEvent {
-                kind: "expire",
-                user: &lapsed.user,
-                qty: lapsed.qty,
-                request_id: &lapsed.request_id,
-                stock,
-            };
-            outbox.append(ctx, name.as_bytes(), &event);
-        }
-    }
-}
-
-/// Writes one order event, when the item has a stream.
-fn record_event(ctx: &Context, name: &Arg, outbox: Option<&mut OutboxWriter>, event: OrderEvent) {
-    if let Some(outbox) = outbox {
-        outbox.append(ctx, name.as_bytes(), &event);
-    }
-}
-
-fn notify(ctx: &Context, key: &Arg, event: &CStr) {
-    // The crate's wrapper builds a CString per call; events are static here.
-    if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
-        // SAFETY: `event` is NUL-terminated and `key` lives for the command.
-        unsafe {
-            notify(
-                ctx.get_raw(),
-                NotifyEvent::MODULE.bits(),
-                event.as_ptr(),
-                key.as_ptr(),
-            )
-        };
+/// A change to make, replicated as the client sent it.
+fn verbatim<'a>(change: Change<'a>, event: &'static CStr, judging: Judging) -> Decision<'a> {
+    Decision {
+        change,
+        effect: Effect::Verbatim,
+        event: Some(event),
+        at: lapses(judging),
     }
 }
 
@@ -325,15 +228,21 @@ fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError
     })
 }
 
-/// Refuses an order stream the item cannot write in one step on any node.
-fn check_outbox(item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
+/// Refuses an order stream the item cannot write in one step on any node,
+/// one of another type, and one the caller may not write.
+fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
     if *outbox.stream == *item_key.as_bytes() {
         return Err(RedisError::Str(ERR_STREAM_SELF));
     }
     if key_slot(&outbox.stream) != key_slot(item_key.as_bytes()) {
         return Err(RedisError::Str(ERR_STREAM_SLOT));
     }
-    Ok(())
+    if master_decided(ctx) {
+        // The master checked; a replica or a replay applies.
+        return Ok(());
+    }
+    order_stream::check_type(ctx, &outbox.stream)?;
+    order_stream::check_access(ctx, &outbox.stream)
 }
 
 fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
@@ -354,7 +263,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     let stock = parse_stock(stock_arg)?;
     let options = InitOptions::parse(options_args)?;
     if let Some(outbox) = &options.outbox {
-        check_outbox(name, outbox)?;
+        check_outbox(ctx, name, outbox)?;
     }
     // Many app servers initialise the same item at once; all but the first
     // find it there, and must not disturb WATCH or client tracking.
@@ -384,7 +293,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
             ctx.log_warning("seckill: could not set the expiry of a new item");
         }
     }
-    match (options.expiry, expire_at) {
+    let effect = match (options.expiry, expire_at) {
         // A relative expiry read the clock: send the deadline it reached.
         (Some(Expiry::In(_)), Some(unix_ms)) => {
             // The command as sent, with EX or PX replaced by PXAT.
@@ -404,11 +313,19 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                     effect.extend_from_slice(&[option.as_bytes(), value]);
                 }
             }
-            ctx.replicate("SECKILL.INIT", effect.as_slice());
+            Effect::Rewritten(
+                "SECKILL.INIT",
+                effect.into_iter().map(<[u8]>::to_vec).collect(),
+            )
         }
-        _ => ctx.replicate_verbatim(),
-    }
-    notify(ctx, name, c"seckill.init");
+        _ => Effect::Verbatim,
+    };
+    let published = Published {
+        released: &[],
+        effect,
+        event: Some(c"seckill.init"),
+    };
+    publish(ctx, name, &published);
     Ok(RedisValue::Integer(1))
 }
 
@@ -418,13 +335,17 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let qty = positive(qty)?;
-    write_item(ctx, name, |item, _| match item.add(qty)? {
-        Restock::Added { remaining } => {
-            record_change(ctx, name, c"seckill.add");
-            Ok(RedisValue::Integer(remaining))
-        }
-        Restock::Unlimited => Ok(RedisValue::Integer(item.remaining())),
-    })
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_add(qty, lapses(judging))? {
+                Verdict::Answer(remaining) => Err(RedisValue::Integer(remaining)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.add", judging)),
+            })
+        },
+        |item, _, judging| RedisValue::Integer(stock_now(item, judging)),
+    )
 }
 
 /// How long a hold lasts, as DEDUCT was given it.
@@ -439,13 +360,18 @@ enum Hold {
 struct DeductOptions<'a> {
     request_id: Option<&'a [u8]>,
     hold: Option<Hold>,
+    /// AT unix-ms: the moment the master judged lapsed holds at. Only its
+    /// master or the AOF sends it, so that a replica records the reply the
+    /// master gave.
+    judged_at: Option<i64>,
 }
 
 impl<'a> DeductOptions<'a> {
-    fn parse(args: &'a [Arg]) -> Result<Self, RedisError> {
+    fn parse(args: &'a [Arg], from_master: bool) -> Result<Self, RedisError> {
         let mut options = DeductOptions {
             request_id: None,
             hold: None,
+            judged_at: None,
         };
         let mut args = args.iter();
         while let Some(option) = args.next() {
@@ -464,6 +390,8 @@ impl<'a> DeductOptions<'a> {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
+            } else if option.is_keyword("AT") && from_master && options.judged_at.is_none() {
+                options.judged_at = Some(integer(value)?);
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
             }
@@ -477,20 +405,16 @@ impl<'a> DeductOptions<'a> {
 
 /// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
 pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, user, qty, options @ ..] = args else {
+    let [_, name, user, qty_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let user = id(user, ERR_BAD_USER)?;
-    let qty = positive(qty)?;
-    let options = DeductOptions::parse(options)?;
-    write_item(ctx, name, |item, outbox| {
-        // The clock is read only for a sale window or a relative hold, and only
-        // where this server decides: a replica or an AOF replay applies what its
-        // master already accepted.
-        let needs_clock =
-            !item.window().is_always_open() || matches!(options.hold, Some(Hold::For(_)));
-        let now = (needs_clock && !master_decided(ctx)).then(now_ms);
-        let moment = match now {
+    let qty = positive(qty_arg)?;
+    let options = DeductOptions::parse(options, master_decided(ctx))?;
+    let judge = |item: &SaleItem, judging: Judging| {
+        // The window is judged only where this server decides: a replica or
+        // an AOF replay applies what its master already accepted.
+        let moment = match judging.now {
             Some(now) if !item.window().is_always_open() => Moment::At(now),
             _ => Moment::Decided,
         };
@@ -498,60 +422,77 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             None => None,
             Some(Hold::Until(unix_ms)) => Some(unix_ms),
             Some(Hold::For(millis)) => Some(
-                now.unwrap_or_else(now_ms)
+                judging
+                    .now
+                    .unwrap_or_else(now_ms)
                     .checked_add(millis)
                     .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
             ),
         };
-        let outcome = item.deduct(user, qty, options.request_id, moment, hold_until)?;
-        let reply = match outcome {
-            Deduction::Bought { remaining } => {
-                match (options.hold, hold_until, options.request_id) {
-                    // A relative hold read the clock: send the deadline it reached.
-                    (Some(Hold::For(_)), Some(unix_ms), Some(request_id)) => {
-                        signal_modified(ctx, name);
-                        let qty = qty.to_string();
-                        let unix_ms = unix_ms.to_string();
-                        let effect: [&[u8]; 7] = [
-                            name.as_bytes(),
-                            user,
-                            qty.as_bytes(),
-                            b"ID",
-                            request_id,
-                            b"HOLDUNTIL",
-                            unix_ms.as_bytes(),
-                        ];
-                        ctx.replicate("SECKILL.DEDUCT", effect.as_slice());
-                        notify(ctx, name, c"seckill.deduct");
-                    }
-                    _ => record_change(ctx, name, c"seckill.deduct"),
-                }
-                if let Some(unix_ms) = hold_until {
-                    sweeper::schedule(ctx, name.as_bytes(), unix_ms);
-                }
-                let event = OrderEvent {
-                    kind: if hold_until.is_some() {
-                        "hold"
-                    } else {
-                        "purchase"
-                    },
-                    user,
-                    qty,
-                    request_id: options.request_id.unwrap_or_default(),
-                    stock: remaining,
-                };
-                record_event(ctx, name, outbox, event);
-                remaining
-            }
-            Deduction::Replayed { remaining } => remaining,
-            Deduction::SoldOut => NOT_ENOUGH_STOCK,
-            Deduction::LimitExceeded => LIMIT_EXCEEDED,
-            Deduction::Refunded => REQUEST_REFUNDED,
-            Deduction::NotStarted => SALE_NOT_STARTED,
-            Deduction::Ended => SALE_ENDED,
+        let order = Order {
+            user,
+            qty,
+            request_id: options.request_id,
+            hold_until,
         };
-        Ok(RedisValue::Integer(reply))
+        let at = judging.now.or(options.judged_at);
+        let change = match item.judge_deduct(order, moment, at)? {
+            Verdict::Answer(deduction) => {
+                return Ok(Err(RedisValue::Integer(deduction_reply(deduction))))
+            }
+            Verdict::Change(change) => change,
+        };
+        // The reply a replica records must be the master's: send the
+        // deadline a relative hold reached, and the moment lapses were
+        // judged at when some were lapsing.
+        let lapsing = judging.now.filter(|now| {
+            item.next_deadline()
+                .is_some_and(|deadline| deadline <= *now)
+        });
+        let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
+        let effect = match (options.request_id, hold_until) {
+            (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
+                let mut effect: Vec<Vec<u8>> = vec![
+                    name.as_bytes().to_vec(),
+                    user.to_vec(),
+                    qty_arg.as_bytes().to_vec(),
+                    b"ID".to_vec(),
+                    request_id.to_vec(),
+                ];
+                if let Some(unix_ms) = hold_until {
+                    effect.push(b"HOLDUNTIL".to_vec());
+                    effect.push(unix_ms.to_string().into_bytes());
+                }
+                if let Some(now) = lapsing {
+                    effect.push(b"AT".to_vec());
+                    effect.push(now.to_string().into_bytes());
+                }
+                Effect::Rewritten("SECKILL.DEDUCT", effect)
+            }
+            _ => Effect::Verbatim,
+        };
+        Ok(Ok(Decision {
+            change,
+            effect,
+            event: Some(c"seckill.deduct"),
+            at,
+        }))
+    };
+    write_item(ctx, name, judge, |_, remaining, _| {
+        RedisValue::Integer(remaining)
     })
+}
+
+/// DEDUCT's reply when it sells nothing.
+fn deduction_reply(deduction: Deduction) -> i64 {
+    match deduction {
+        Deduction::Bought { remaining } | Deduction::Replayed { remaining } => remaining,
+        Deduction::SoldOut => NOT_ENOUGH_STOCK,
+        Deduction::LimitExceeded => LIMIT_EXCEEDED,
+        Deduction::Refunded => REQUEST_REFUNDED,
+        Deduction::NotStarted => SALE_NOT_STARTED,
+        Deduction::Ended => SALE_ENDED,
+    }
 }
 
 /// SECKILL.CONFIRM key request_id
@@ -560,26 +501,21 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
-    write_item(ctx, name, |item, outbox| {
-        Ok(RedisValue::Integer(match item.confirm(request_id) {
-            Confirmation::Confirmed => {
-                record_change(ctx, name, c"seckill.confirm");
-                if let Some(request) = item.request(request_id) {
-                    let event = OrderEvent {
-                        kind: "confirm",
-                        user: request.user,
-                        qty: request.qty,
-                        request_id,
-                        stock: item.remaining(),
-                    };
-                    record_event(ctx, name, outbox, event);
-                }
-                1
-            }
-            Confirmation::AlreadyConfirmed => 0,
-            Confirmation::Invalid => REQUEST_REFUNDED,
-        }))
-    })
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_confirm(request_id, lapses(judging)) {
+                Verdict::Answer(confirmation) => Err(RedisValue::Integer(match confirmation {
+                    Confirmation::Confirmed => 1,
+                    Confirmation::AlreadyConfirmed => 0,
+                    Confirmation::Invalid => REQUEST_REFUNDED,
+                })),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.confirm", judging)),
+            })
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
 }
 
 /// SECKILL.RELEASE key request_id [request_id ...]: lets the named holds
@@ -595,26 +531,17 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         .iter()
         .map(|request_id| id(request_id, ERR_BAD_REQUEST))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let mut outbox = open_outbox(ctx, item)?;
-    let released = item.release(&request_ids);
-    if !released.is_empty() {
-        record_change(ctx, name, c"seckill.expire");
-        for lapsed in &released {
-            let event = OrderEvent {
-                kind: "expire",
-                user: &lapsed.user,
-                qty: lapsed.qty,
-                request_id: &lapsed.request_id,
-                stock: item.remaining(),
-            };
-            record_event(ctx, name, outbox.as_mut(), event);
-        }
-    }
-    Ok(RedisValue::Integer(released.len() as i64))
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_release(&request_ids) {
+                Verdict::Answer(released) => Err(RedisValue::Integer(released)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.expire", judging)),
+            })
+        },
+        |_, released, _| RedisValue::Integer(released),
+    )
 }
 
 /// SECKILL.HOLDS key [user]: pending holds, earliest deadline first, each
@@ -690,23 +617,17 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
-    write_item(ctx, name, |item, outbox| {
-        let returned = item.refund(request_id)?;
-        if returned > 0 {
-            record_change(ctx, name, c"seckill.refund");
-            if let Some(request) = item.request(request_id) {
-                let event = OrderEvent {
-                    kind: "refund",
-                    user: request.user,
-                    qty: returned,
-                    request_id,
-                    stock: item.remaining(),
-                };
-                record_event(ctx, name, outbox, event);
-            }
-        }
-        Ok(RedisValue::Integer(returned))
-    })
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_refund(request_id, lapses(judging))? {
+                Verdict::Answer(units) => Err(RedisValue::Integer(units)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.refund", judging)),
+            })
+        },
+        |_, units, _| RedisValue::Integer(units),
+    )
 }
 
 /// SECKILL.WINDOW key start end: moves the sale window of a live item
@@ -716,11 +637,18 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let window = Window::new(integer(start)?, integer(end)?)?;
-    write_item(ctx, name, |item, _| {
-        item.set_window(window);
-        record_change(ctx, name, c"seckill.window");
-        Ok(RedisValue::Integer(1))
-    })
+    write_item(
+        ctx,
+        name,
+        |_, judging| {
+            Ok(Ok(verbatim(
+                Change::Window(window),
+                c"seckill.window",
+                judging,
+            )))
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
 }
 
 /// SECKILL.STREAM key [stream_key [MAXLEN n]]: sets the item's order
@@ -739,15 +667,20 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     if let Some(outbox) = &outbox {
-        check_outbox(name, outbox)?;
+        check_outbox(ctx, name, outbox)?;
     }
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    item.set_outbox(outbox);
-    record_change(ctx, name, c"seckill.stream");
-    Ok(RedisValue::Integer(1))
+    write_item(
+        ctx,
+        name,
+        |_, judging| {
+            Ok(Ok(verbatim(
+                Change::Outbox(outbox),
+                c"seckill.stream",
+                judging,
+            )))
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
 }
 
 /// SECKILL.INFO key
@@ -804,10 +737,15 @@ fn reply_with_bytes(ctx: &Context, bytes: &[u8]) {
 
 /// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
 /// rewrite emits. A header chunk replaces the item; record chunks extend it.
+/// Only the AOF (while loading) and the master may send it: from a client
+/// it would let anyone write any bookkeeping into a live item.
 pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, payload] = args else {
         return Err(RedisError::WrongArity);
     };
+    if !master_decided(ctx) {
+        return Err(RedisError::Str(ERR_LOADCHUNK_CLIENT));
+    }
     let payload = payload.as_bytes();
     let bad_chunk =
         |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
@@ -818,9 +756,6 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
         if !key.store(item) {
             return Err(RedisError::Str(ERR_STORE));
         }
-        // Closing a key opened for writing signals the change itself.
-        ctx.replicate_verbatim();
-        notify(ctx, name, c"seckill.load");
     } else {
         let mut key = ItemKey::open_read(ctx, name);
         let item = key
@@ -828,9 +763,14 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
             .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
         item.load_chunk(payload).map_err(bad_chunk)?;
         if let Some(deadline) = item.next_deadline() {
-            sweeper::schedule(ctx, name.as_bytes(), deadline);
+            sweeper::watch(item, sweeper::selected_db(ctx), name.as_bytes(), deadline);
         }
-        record_change(ctx, name, c"seckill.load");
     }
+    let published = Published {
+        released: &[],
+        effect: Effect::Verbatim,
+        event: Some(c"seckill.load"),
+    };
+    publish(ctx, name, &published);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -15,12 +15,15 @@ macro_rules! redis_api {
 }
 
 mod args;
+mod cluster;
 mod commands;
 pub mod hash_slot;
 mod item_key;
+mod order_stream;
 mod persistence;
 pub mod sale_item;
 mod sweeper;
+mod write;
 
 use persistence::SALE_ITEM_TYPE;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
@@ -63,7 +66,10 @@ macro_rules! entry_point {
 type EntryPoint =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// Every command: name, entry point, flags. Each takes its item key as the
+/// Every command: name, entry point, flags. CONFIRM, REFUND and RELEASE
+/// carry no `deny-oom`: they settle a sale already made (a payment, a
+/// cancellation) and must work at `maxmemory`, or a paid hold would lapse
+/// and be sold again. Each takes its item key as the
 /// first argument (first key 1, last key 1, step 1), so cluster clients route
 /// it and ACL key patterns apply with nothing else declared.
 fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 13] {
@@ -90,19 +96,19 @@ fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 13] {
         (
             c"seckill.confirm",
             entry_point!(commands::confirm),
-            c"write deny-oom fast",
+            c"write fast",
         ),
         // SECKILL.RELEASE key request_id [request_id ...]
         (
             c"seckill.release",
             entry_point!(commands::release),
-            c"write deny-oom",
+            c"write",
         ),
         // SECKILL.REFUND key request_id
         (
             c"seckill.refund",
             entry_point!(commands::refund),
-            c"write deny-oom fast",
+            c"write fast",
         ),
         // SECKILL.WINDOW key start end
         (
@@ -175,6 +181,57 @@ fn set_acl_categories(ctx: &Context, name: &CStr, flags: &CStr) {
     }
 }
 
+/// Keyspace and server events that move items between names and
+/// databases, so that the sweep's registry follows them.
+fn subscribe_to_events(ctx: &Context) {
+    if let Some(subscribe) = redis_api!(RedisModule_SubscribeToKeyspaceEvents) {
+        // SAFETY: a callback with the RedisModuleNotificationFunc signature.
+        let status = unsafe {
+            subscribe(
+                ctx.ctx,
+                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                Some(sweeper::on_keyspace_event),
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            ctx.log_warning("seckill: cannot follow renamed or moved items");
+        }
+    }
+    if let Some(subscribe) = redis_api!(RedisModule_SubscribeToServerEvent) {
+        let swap_db = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_SWAPDB,
+            dataver: 1,
+        };
+        // SAFETY: a callback with the RedisModuleEventCallback signature.
+        unsafe { subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db)) };
+    }
+}
+
+/// An evicted item loses its ledger: its limits and request ids reset when
+/// the application creates it again. Says so when the server could evict.
+fn warn_if_items_can_be_evicted(ctx: &Context) {
+    let Ok(redis_module::RedisValue::Array(reply)) =
+        ctx.call("CONFIG", &["GET", "maxmemory-policy"])
+    else {
+        return;
+    };
+    let policy = match reply.get(1) {
+        Some(redis_module::RedisValue::SimpleString(text))
+        | Some(redis_module::RedisValue::BulkString(text)) => text.clone(),
+        Some(redis_module::RedisValue::StringBuffer(bytes)) => {
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+        _ => return,
+    };
+    if policy.starts_with("allkeys-") {
+        ctx.log_warning(&format!(
+            "seckill: maxmemory-policy is {policy}: at maxmemory sale items can be evicted, \
+             and an evicted item loses its buyers and request ids; run noeviction, or a \
+             volatile-* policy with items created without a TTL"
+        ));
+    }
+}
+
 fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
     let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
         return Status::Err;
@@ -204,6 +261,8 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
         // SAFETY: called from the module's init with its own context.
         unsafe { set_options(ctx.ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     }
+    subscribe_to_events(ctx);
+    warn_if_items_can_be_evicted(ctx);
     sweeper::start(ctx);
     Status::Ok
 }

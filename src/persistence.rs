@@ -55,10 +55,12 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     match load_item(rdb, encver) {
         Ok(item) => {
+            // Registered at the address it keeps as the key's value.
+            let item = Box::new(item);
             if let Some(deadline) = item.next_deadline() {
-                schedule_loaded(rdb, deadline);
+                schedule_loaded(rdb, &item, deadline);
             }
-            Box::into_raw(Box::new(item)).cast::<c_void>()
+            Box::into_raw(item).cast::<c_void>()
         }
         Err(DecodeError(reason)) => {
             log_io_error(rdb, reason);
@@ -83,8 +85,8 @@ fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, De
 }
 
 /// Puts an item loaded with pending holds (from an RDB file, a full sync or
-/// RESTORE) on the sweep's schedule, under the key it is loaded into.
-fn schedule_loaded(rdb: *mut raw::RedisModuleIO, deadline: i64) {
+/// RESTORE) on the sweep's registry, under the key it is loaded into.
+fn schedule_loaded(rdb: *mut raw::RedisModuleIO, item: &SaleItem, deadline: i64) {
     let (Some(key_name), Some(db_id)) = (
         redis_api!(RedisModule_GetKeyNameFromIO),
         redis_api!(RedisModule_GetDbIdFromIO),
@@ -95,7 +97,7 @@ fn schedule_loaded(rdb: *mut raw::RedisModuleIO, deadline: i64) {
     let (name, db) = unsafe { (key_name(rdb), db_id(rdb)) };
     if !name.is_null() {
         let key = redis_module::RedisString::string_as_slice(name);
-        crate::sweeper::schedule_in(db, key, deadline);
+        crate::sweeper::watch(item, db, key, deadline);
     }
 }
 
@@ -195,7 +197,11 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    drop(Box::from_raw(value.cast::<SaleItem>()));
+    let item = Box::from_raw(value.cast::<SaleItem>());
+    // The registry entry is the item's own: it goes with it, wherever the
+    // item is freed (DEL, FLUSHALL, expiry, on a lazyfree thread).
+    crate::sweeper::forget(&item);
+    drop(item);
 }
 
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {

@@ -2,10 +2,12 @@
 //! the ledger of request ids. This module knows nothing about Redis, so every
 //! rule of the sale is unit- and property-tested without a server.
 
+mod change;
 pub mod codec;
 mod ledger;
 
-use ledger::{Ledger, Lookup, NewRequest};
+pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
+use ledger::{Ledger, Lookup};
 pub use ledger::{RequestState, RequestView};
 use std::collections::{BTreeMap, HashMap};
 
@@ -292,28 +294,19 @@ impl SaleItem {
 
     /// Puts `qty` more units on sale.
     pub fn add(&mut self, qty: i64) -> Result<Restock, ItemError> {
-        if qty <= 0 {
-            return Err(ItemError::NonPositiveQuantity);
-        }
-        let Stock::Limited(units) = self.stock else {
-            return Ok(Restock::Unlimited);
-        };
-        // Everything ever supplied must stay representable, so that a later
-        // refund can always put units back without overflowing.
-        let added = self.added.checked_add(qty).ok_or(ItemError::Overflow)?;
-        self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
-        let remaining = units.checked_add(qty).ok_or(ItemError::Overflow)?;
-        self.added = added;
-        self.stock = Stock::Limited(remaining);
-        Ok(Restock::Added { remaining })
+        Ok(match self.judge_add(qty, None)? {
+            Verdict::Answer(_) => Restock::Unlimited,
+            Verdict::Change(change) => Restock::Added {
+                remaining: self.apply(&[], change),
+            },
+        })
     }
 
     /// Sells `qty` units to `user` if the sale window, the stock and the
     /// user's limit allow, recording the purchase under `request_id` when
     /// one is given. With `hold_until` (Unix ms; it needs a request id) the
-    /// units are reserved until CONFIRM, REFUND or that deadline. Due holds
-    /// are the caller's to release first (`release_due`), so that it can
-    /// replicate the release.
+    /// units are reserved until CONFIRM, REFUND or that deadline. Lapsed
+    /// holds count as pending: the judging with lapses is `judge_deduct`.
     pub fn deduct(
         &mut self,
         user: &[u8],
@@ -322,101 +315,26 @@ impl SaleItem {
         moment: Moment,
         hold_until: Option<i64>,
     ) -> Result<Deduction, ItemError> {
-        if qty <= 0 {
-            return Err(ItemError::NonPositiveQuantity);
-        }
-        if !valid_id(user) || !request_id.is_none_or(valid_id) {
-            return Err(ItemError::BadId);
-        }
-        if hold_until.is_some() && request_id.is_none() {
-            return Err(ItemError::HoldWithoutId);
-        }
-        let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
-            Some(Lookup::Found(handle)) => {
-                let request = self.ledger.request(handle);
-                if request.user != user || request.qty != qty {
-                    return Err(ItemError::RequestMismatch);
-                }
-                return Ok(match request.state {
-                    RequestState::Refunded | RequestState::Expired => Deduction::Refunded,
-                    RequestState::Purchased | RequestState::Held => Deduction::Replayed {
-                        remaining: request.reply,
-                    },
-                });
-            }
-            Some(Lookup::Missing(hash)) => Some(hash),
-            None => None,
+        let order = Order {
+            user,
+            qty,
+            request_id,
+            hold_until,
         };
-
-        if let Moment::At(now) = moment {
-            if let Some(refusal) = self.window.refusal(now) {
-                return Ok(refusal);
-            }
-        }
-        // Stock first: a sold-out item answers without looking at the buyer.
-        let stock = match self.stock {
-            Stock::Limited(units) if units < qty => return Ok(Deduction::SoldOut),
-            Stock::Limited(units) => Stock::Limited(units - qty),
-            Stock::Unlimited => Stock::Unlimited,
-        };
-        let buyer = self.ledger.find_buyer(user);
-        let held = match buyer {
-            Lookup::Found(buyer) => buyer.units,
-            Lookup::Missing(_) => 0,
-        };
-        let now_held = match held.checked_add(qty) {
-            Some(units) if self.limit == 0 || units <= self.limit => units,
-            Some(_) => return Ok(Deduction::LimitExceeded),
-            None if self.limit > 0 => return Ok(Deduction::LimitExceeded),
-            None => return Err(ItemError::Overflow),
-        };
-        let sold = self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
-        let held = match hold_until {
-            Some(_) => self.held.checked_add(qty).ok_or(ItemError::Overflow)?,
-            None => self.held,
-        };
-
-        let mut buyer = match buyer {
-            Lookup::Found(buyer) => buyer,
-            Lookup::Missing(hash) => self.ledger.add_buyer(hash, user)?,
-        };
-        let remaining = stock.remaining();
-        if let (Some(id), Some(hash)) = (request_id, request_hash) {
-            let request = NewRequest {
-                qty,
-                reply: remaining,
-                state: if hold_until.is_some() {
-                    RequestState::Held
-                } else {
-                    RequestState::Purchased
-                },
-                deadline: hold_until.unwrap_or(0).max(0),
-            };
-            let handle = self.ledger.add_request(hash, id, &buyer, request)?;
-            if hold_until.is_some() {
-                self.holds.insert((request.deadline, handle), qty);
-            }
-        }
-        self.ledger.set_units(&mut buyer, now_held);
-        self.stock = stock;
-        self.sold = sold;
-        self.held = held;
-        Ok(Deduction::Bought { remaining })
+        Ok(match self.judge_deduct(order, moment, None)? {
+            Verdict::Answer(deduction) => deduction,
+            Verdict::Change(change) => Deduction::Bought {
+                remaining: self.apply(&[], change),
+            },
+        })
     }
 
     /// Turns the pending hold under `request_id` into a purchase for good.
     pub fn confirm(&mut self, request_id: &[u8]) -> Confirmation {
-        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
-            return Confirmation::Invalid;
-        };
-        let request = self.ledger.request(handle);
-        match request.state {
-            RequestState::Purchased => Confirmation::AlreadyConfirmed,
-            RequestState::Refunded | RequestState::Expired => Confirmation::Invalid,
-            RequestState::Held => {
-                self.holds.remove(&(request.deadline, handle));
-                self.held = self.held.saturating_sub(request.qty).max(0);
-                self.ledger.set_state(handle, RequestState::Purchased);
+        match self.judge_confirm(request_id, None) {
+            Verdict::Answer(confirmation) => confirmation,
+            Verdict::Change(change) => {
+                self.apply(&[], change);
                 Confirmation::Confirmed
             }
         }
@@ -430,56 +348,35 @@ impl SaleItem {
     }
 
     /// Releases at most `max` holds whose deadline is `now` or earlier:
-    /// their units go back to the stock and to their users' quotas. Returns
-    /// the request ids released, for the caller to replicate and announce.
+    /// their units go back to the stock and to their users' quotas.
     pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Lapsed> {
-        let due: Vec<(i64, u32)> = self
+        let due: Vec<HoldRef> = self
             .holds
             .range(..=(now, u32::MAX))
             .take(max)
             .map(|(hold, _)| *hold)
             .collect();
-        due.into_iter().map(|hold| self.lapse(hold)).collect()
+        let lapsed = due.iter().map(|hold| self.lapsed(*hold)).collect();
+        self.apply(&due, Change::Nothing);
+        lapsed
     }
 
     /// Releases the named holds whatever the time: what a replica or an AOF
     /// replay does when its master released them. Returns those that were
     /// still pending.
     pub fn release(&mut self, request_ids: &[&[u8]]) -> Vec<Lapsed> {
-        let mut released = Vec::new();
-        for id in request_ids {
-            let Lookup::Found(handle) = self.ledger.find_request(id) else {
-                continue;
-            };
-            let request = self.ledger.request(handle);
-            if request.state == RequestState::Held {
-                released.push(self.lapse((request.deadline, handle)));
+        match self.judge_release(request_ids) {
+            Verdict::Answer(_) => Vec::new(),
+            Verdict::Change(Change::Release(holds)) => {
+                let lapsed = holds.iter().map(|hold| self.lapsed(*hold)).collect();
+                self.apply(&[], Change::Release(holds));
+                lapsed
+            }
+            Verdict::Change(change) => {
+                self.apply(&[], change);
+                Vec::new()
             }
         }
-        released
-    }
-
-    /// Ends one pending hold as lapsed.
-    fn lapse(&mut self, (deadline, handle): (i64, u32)) -> Lapsed {
-        self.holds.remove(&(deadline, handle));
-        let request = self.ledger.request(handle);
-        let qty = request.qty;
-        let lapsed = Lapsed {
-            request_id: self.ledger.request_id(handle).to_vec(),
-            user: request.user.to_vec(),
-            qty,
-        };
-        if let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) {
-            let units = buyer.units.saturating_sub(qty).max(0);
-            self.ledger.set_units(&mut buyer, units);
-        }
-        if let Stock::Limited(units) = self.stock {
-            self.stock = Stock::Limited(units.saturating_add(qty));
-        }
-        self.held = self.held.saturating_sub(qty).max(0);
-        self.expired = self.expired.saturating_add(qty);
-        self.ledger.set_state(handle, RequestState::Expired);
-        lapsed
     }
 
     /// Pending holds, earliest deadline first: (request id, user, qty,
@@ -500,8 +397,8 @@ impl SaleItem {
     /// released, without releasing anything: what reads report.
     pub fn stats_at(&self, now: i64) -> ItemStats {
         let mut stats = self.stats();
-        // Units lapsing per user, to tell which buyers hold nothing after.
-        let mut lapsing_users: HashMap<&[u8], i64> = HashMap::new();
+        // Units lapsing per buyer, to tell which buyers hold nothing after.
+        let mut lapsing_buyers: HashMap<u32, i64> = HashMap::new();
         for ((_, handle), qty) in self.holds.range(..=(now, u32::MAX)) {
             stats.held = stats.held.saturating_sub(*qty);
             stats.holds = stats.holds.saturating_sub(1);
@@ -509,77 +406,39 @@ impl SaleItem {
             if let Stock::Limited(_) = self.stock {
                 stats.stock = stats.stock.saturating_add(*qty);
             }
-            let units = lapsing_users
-                .entry(self.ledger.request(*handle).user)
+            let units = lapsing_buyers
+                .entry(self.ledger.request_buyer(*handle))
                 .or_default();
             *units = units.saturating_add(*qty);
         }
-        for (user, lapsing) in lapsing_users {
-            let held = self.bought(user);
-            if held > 0 && held <= lapsing {
-                stats.buyers = stats.buyers.saturating_sub(1);
+        for ((_, handle), _) in self.holds.range(..=(now, u32::MAX)) {
+            let buyer = self.ledger.request_buyer(*handle);
+            if let Some(lapsing) = lapsing_buyers.remove(&buyer) {
+                let held = self.bought(self.ledger.request(*handle).user);
+                if held > 0 && held <= lapsing {
+                    stats.buyers = stats.buyers.saturating_sub(1);
+                }
             }
         }
         stats
     }
 
-    /// The stock once every hold due at `now` is released: what GET reports.
-    pub fn remaining_at(&self, now: i64) -> i64 {
-        match self.stock {
-            Stock::Limited(units) => self
-                .holds
-                .range(..=(now, u32::MAX))
-                .fold(units, |units, (_, qty)| units.saturating_add(*qty)),
-            Stock::Unlimited => UNLIMITED_STOCK,
-        }
-    }
-
     /// Units `user` will hold once every hold due at `now` is released.
     pub fn bought_at(&self, user: &[u8], now: i64) -> i64 {
-        let lapsing = self
-            .holds
-            .range(..=(now, u32::MAX))
-            .filter(|((_, handle), _)| self.ledger.request(*handle).user == user)
-            .fold(0i64, |units, (_, qty)| units.saturating_add(*qty));
-        self.bought(user).saturating_sub(lapsing).max(0)
+        let Lookup::Found(buyer) = self.ledger.find_buyer(user) else {
+            return 0;
+        };
+        let (_, lapsing) = self.lapsing(Some(now), Some(buyer.handle()));
+        buyer.units.saturating_sub(lapsing).max(0)
     }
 
     /// Gives back the units bought under `request_id`, once. Returns the
     /// units returned: 0 when the id is unknown or already refunded.
     pub fn refund(&mut self, request_id: &[u8]) -> Result<i64, ItemError> {
-        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
-            return Ok(0);
-        };
-        let request = self.ledger.request(handle);
-        let (state, deadline, qty) = (request.state, request.deadline, request.qty);
-        if matches!(state, RequestState::Refunded | RequestState::Expired) {
-            return Ok(0);
-        }
-        let Lookup::Found(mut buyer) = self.ledger.find_buyer(request.user) else {
-            // Every request names a stored buyer; a damaged item refunds
-            // nothing rather than guess.
-            return Ok(0);
-        };
-        let stock = match self.stock {
-            Stock::Limited(units) => {
-                Stock::Limited(units.checked_add(qty).ok_or(ItemError::Overflow)?)
-            }
-            Stock::Unlimited => Stock::Unlimited,
-        };
-        let refunded = self.refunded.checked_add(qty).ok_or(ItemError::Overflow)?;
-        // A consistent item always holds at least `qty` for this user; a
-        // damaged one loses the units instead of going negative.
-        let now_held = buyer.units.saturating_sub(qty).max(0);
-
-        self.ledger.set_units(&mut buyer, now_held);
-        if state == RequestState::Held {
-            self.holds.remove(&(deadline, handle));
-            self.held = self.held.saturating_sub(qty).max(0);
-        }
-        self.ledger.set_state(handle, RequestState::Refunded);
-        self.stock = stock;
-        self.refunded = refunded;
-        Ok(qty)
+        Ok(match self.judge_refund(request_id, None)? {
+            Verdict::Answer(units) => units,
+            Verdict::Change(change) => self.apply(&[], change),
+        })
     }
 
     /// Users holding at least one unit, with their units.

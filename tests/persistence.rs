@@ -224,34 +224,6 @@ fn acknowledged_writes_survive_a_crash_with_aof() {
 }
 
 #[test]
-fn an_item_with_odd_counters_from_loadchunk_still_saves_and_loads() {
-    let server = Server::start();
-    let mut con = server.client();
-    // A header chunk as an AOF rewrite writes it, but with counters that
-    // no sale produces: 5 units sold that nobody holds.
-    let mut header = vec![b'H', 1, 0];
-    for field in [3i64, 0, 10, 0, 5, 0] {
-        header.extend_from_slice(&field.to_le_bytes());
-    }
-    header.extend_from_slice(&0u64.to_le_bytes());
-    header.extend_from_slice(&0u64.to_le_bytes());
-    let loaded: String = redis::cmd("SECKILL.LOADCHUNK")
-        .arg("sku:odd")
-        .arg(&header)
-        .query(&mut con)
-        .expect("LOADCHUNK");
-    assert_eq!(loaded, "OK");
-    assert_eq!(common::info_field(&mut con, "sku:odd", "sold"), 5);
-    let before = snapshot(&mut con, "sku:odd");
-    ok::<String>(&mut con, &["DEBUG", "RELOAD"]);
-    assert_eq!(snapshot(&mut con, "sku:odd"), before);
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:odd", "a", "1"]),
-        2
-    );
-}
-
-#[test]
 fn an_rdb_written_by_the_first_release_still_loads() {
     // Saved by the module at encoding version 1, before sale windows:
     // INIT sku:v1 10 LIMIT 2; alice 2 (order-1), bob 1 (order-2), carol 1;

@@ -20,10 +20,19 @@
 //! chunks stay readable.
 //! Integers are little-endian. Every read is bounds-checked: damaged input
 //! yields a [`DecodeError`], never a panic.
+//!
+//! Input is also checked against the sale's bookkeeping, because a DUMP
+//! payload only carries a checksum its sender computes: RESTORE, a full
+//! sync or a hand-made AOF file must not be able to build an item that
+//! no sequence of sales produces. See [`SaleItem::check_bookkeeping`] for
+//! the rules; each one is kept by every write to an item, and each one
+//! holds for every prefix of the chunks of a good item (records only ever
+//! add to sums bounded by the header), so that an item rebuilt from part of
+//! its chunks still saves into something that loads again.
 
 use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
-use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN};
-use std::collections::HashSet;
+use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN, UNLIMITED_STOCK};
+use std::collections::{HashMap, HashSet};
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the outbox.
@@ -170,6 +179,7 @@ impl SaleItem {
             requests: input.u64()?,
         };
         input.finish()?;
+        item.check_counters(expected.buyers)?;
         Ok((item, expected))
     }
 
@@ -196,6 +206,14 @@ impl SaleItem {
                 records.push((user, units));
             }
             input.finish()?;
+            // Early refusals, so that a bad chunk loads nothing; the sum over
+            // every chunk is checked once the item is complete.
+            let mut chunk_units = 0i64;
+            for (_, units) in &records {
+                self.check_buyer(*units)?;
+                chunk_units = within(chunk_units.checked_add(*units), self.net_sold())
+                    .ok_or(DecodeError("buyers hold more units than were sold"))?;
+            }
             let mut seen = HashSet::with_capacity(count);
             for (user, _) in &records {
                 if self.bought(user) > 0 || !seen.insert(*user) {
@@ -236,6 +254,24 @@ impl SaleItem {
                 records.push((id, user, request));
             }
             input.finish()?;
+            let mut held = self.held;
+            for (_, user, request) in &records {
+                self.check_request(request)?;
+                // Buyers' chunks come first, so a live request's units are
+                // already counted in its user's.
+                let bound = match request.state {
+                    RequestState::Purchased | RequestState::Held => self.bought(user),
+                    RequestState::Refunded => self.refunded,
+                    RequestState::Expired => self.expired,
+                };
+                if request.qty > bound {
+                    return Err(DecodeError("request for more units than were counted"));
+                }
+                if request.state == RequestState::Held {
+                    held = within(held.checked_add(request.qty), self.net_sold())
+                        .ok_or(DecodeError("more units held than were sold"))?;
+                }
+            }
             let mut seen = HashSet::with_capacity(count);
             for (id, ..) in &records {
                 if self.request(id).is_some() || !seen.insert(*id) {
@@ -253,6 +289,7 @@ impl SaleItem {
                     .map_err(|_| DecodeError("item too large"))?;
                 if request.state == RequestState::Held {
                     self.holds.insert((request.deadline, handle), request.qty);
+                    // Bounded by the sold units, checked above.
                     self.held = self.held.saturating_add(request.qty);
                 }
             }
@@ -278,22 +315,175 @@ impl SaleItem {
         }
     }
 
-    /// Checks that a fully loaded item holds what its header announced.
+    /// Checks that a fully loaded item holds what its header announced, and
+    /// that its records agree with its counters (`check_bookkeeping`).
     ///
-    /// The sale's bookkeeping (units held against units sold) is not
-    /// checked: the files are checksummed by Redis already, and an item is
-    /// only ever rebuilt from what this module wrote or from
-    /// SECKILL.LOADCHUNK. Refusing such an item here would make Redis refuse
-    /// the whole file at startup, and every operation on an item tolerates
-    /// inconsistent counters without panicking.
+    /// Redis refuses the whole file when one item fails here, so every rule
+    /// is one that every write keeps: an item the module holds in memory
+    /// always saves into something this accepts.
     pub fn check_loaded(&self, expected: Expected) -> Result<(), DecodeError> {
         if self.ledger.holder_count() as u64 != expected.buyers
             || self.ledger.request_count() as u64 != expected.requests
         {
             return Err(DecodeError("record count differs from header"));
         }
+        self.check_bookkeeping()
+    }
+
+    /// Checks the whole item against the sale's bookkeeping, in one pass
+    /// over its records:
+    ///
+    /// - the header's rules (`check_counters`);
+    /// - every buyer holds at least one unit and at most the per-user limit
+    ///   (the limit is fixed at INIT, and only DEDUCT adds units, after
+    ///   checking it);
+    /// - the buyers hold at most the units sold and not given back;
+    /// - per user, purchased and held requests add up to at most what the
+    ///   user holds (purchases without a request id add units with no
+    ///   record, so this is not an equality);
+    /// - refunded and lapsed requests add up to at most the units refunded
+    ///   and expired;
+    /// - held units are those of the held requests, and every hold has a
+    ///   deadline;
+    /// - a request's reply is a stock the item could have had.
+    ///
+    /// The sums are bounds rather than equalities on purpose. A sale keeps
+    /// them equal (the buyers hold exactly what was sold and not given
+    /// back; refunds and lapses are exactly those of the refunded and
+    /// lapsed requests), but then an item rebuilt from only some of its
+    /// chunks (an AOF cut short) would hold without being able to load
+    /// again once saved. The bounds are what keeps every operation exact:
+    /// a refund or a lapse always finds its units with their user.
+    pub fn check_bookkeeping(&self) -> Result<(), DecodeError> {
+        self.check_counters(self.ledger.holder_count() as u64)?;
+        let net_sold = self.net_sold();
+        let mut units_total = 0i64;
+        for (_, units) in self.buyers() {
+            self.check_buyer(units)?;
+            units_total = within(units_total.checked_add(units), net_sold)
+                .ok_or(DecodeError("buyers hold more units than were sold"))?;
+        }
+        let (mut refunded, mut expired, mut held, mut holds) = (0i64, 0i64, 0i64, 0usize);
+        let mut live: HashMap<&[u8], i64> = HashMap::new();
+        for (_, request) in self.requests() {
+            self.check_request(&NewRequest {
+                qty: request.qty,
+                reply: request.reply,
+                state: request.state,
+                deadline: request.deadline,
+            })?;
+            let (sum, bound) = match request.state {
+                RequestState::Refunded => (&mut refunded, self.refunded),
+                RequestState::Expired => (&mut expired, self.expired),
+                RequestState::Purchased | RequestState::Held => {
+                    if request.state == RequestState::Held {
+                        held = within(held.checked_add(request.qty), net_sold)
+                            .ok_or(DecodeError("more units held than were sold"))?;
+                        holds += 1;
+                    }
+                    (live.entry(request.user).or_default(), net_sold)
+                }
+            };
+            *sum = within(sum.checked_add(request.qty), bound)
+                .ok_or(DecodeError("requests for more units than were counted"))?;
+        }
+        for (user, units) in live {
+            if units > self.bought(user) {
+                return Err(DecodeError("requests for more units than their user holds"));
+            }
+        }
+        if held != self.held || holds != self.holds.len() {
+            return Err(DecodeError("held units differ from the held requests"));
+        }
         Ok(())
     }
+
+    /// Checks the header's counters against each other, and against the
+    /// `holders` announced (each holds at least one unit):
+    ///
+    /// - everything supplied (`initial + added`) fits in an i64, as ADD
+    ///   keeps it, so that a refund can always put units back;
+    /// - units refunded plus units expired are at most the units sold;
+    /// - a limited item's stock plus the units sold and not given back is
+    ///   what was supplied; an unlimited item was supplied nothing (ADD
+    ///   leaves it alone).
+    fn check_counters(&self, holders: u64) -> Result<(), DecodeError> {
+        let supplied = self
+            .initial
+            .checked_add(self.added)
+            .ok_or(DecodeError("units supplied overflow"))?;
+        let given_back = within(self.refunded.checked_add(self.expired), self.sold)
+            .ok_or(DecodeError("more units given back than sold"))?;
+        let net_sold = self.sold - given_back;
+        match self.stock {
+            Stock::Limited(stock) if stock.checked_add(net_sold) != Some(supplied) => {
+                return Err(DecodeError(
+                    "stock and units sold differ from units supplied",
+                ));
+            }
+            Stock::Unlimited if self.initial != 0 || self.added != 0 => {
+                return Err(DecodeError("unlimited item with units supplied"));
+            }
+            _ => {}
+        }
+        if holders > net_sold as u64 {
+            return Err(DecodeError("more buyers than units sold"));
+        }
+        Ok(())
+    }
+
+    /// Units sold and not given back: at most what the buyers hold between
+    /// them. Zero for counters `check_counters` refuses.
+    fn net_sold(&self) -> i64 {
+        self.sold
+            .checked_sub(self.refunded)
+            .and_then(|units| units.checked_sub(self.expired))
+            .map_or(0, |units| units.max(0))
+    }
+
+    /// The rules one buyer record follows on its own.
+    fn check_buyer(&self, units: i64) -> Result<(), DecodeError> {
+        if units <= 0 {
+            return Err(DecodeError("buyer holding nothing"));
+        }
+        if self.limit > 0 && units > self.limit {
+            return Err(DecodeError("buyer holds more than the per-user limit"));
+        }
+        Ok(())
+    }
+
+    /// The rules one request record follows on its own.
+    fn check_request(&self, request: &NewRequest) -> Result<(), DecodeError> {
+        if request.qty <= 0 {
+            return Err(DecodeError("request of nothing"));
+        }
+        // HOLD and HOLDUNTIL only ever give a deadline after 1970; 0 is
+        // what a purchase without a hold stores.
+        if request.state == RequestState::Held && request.deadline <= 0 {
+            return Err(DecodeError("hold without a deadline"));
+        }
+        // The reply is the stock after the purchase: never more than was
+        // supplied by then, which only grows; an unlimited item always
+        // replies the same.
+        let reply_ok = match self.stock {
+            Stock::Limited(_) => request.reply >= 0 && request.reply <= self.supplied(),
+            Stock::Unlimited => request.reply == UNLIMITED_STOCK,
+        };
+        if !reply_ok {
+            return Err(DecodeError("request reply is not a stock the item had"));
+        }
+        Ok(())
+    }
+
+    /// Everything ever put on sale; `check_counters` refuses an overflow.
+    fn supplied(&self) -> i64 {
+        self.initial.saturating_add(self.added)
+    }
+}
+
+/// `sum` if it did not overflow and is at most `bound`.
+fn within(sum: Option<i64>, bound: i64) -> Option<i64> {
+    sum.filter(|sum| *sum <= bound)
 }
 
 fn put_id(out: &mut Vec<u8>, id: &[u8]) {

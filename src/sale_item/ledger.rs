@@ -79,6 +79,21 @@ impl Arena {
             .unwrap_or(&mut [])
     }
 
+    /// True if records of `first` and then `second` bytes can be pushed.
+    fn has_room(&self, first: usize, second: usize) -> bool {
+        let spare = self
+            .chunks
+            .last()
+            .map_or(0, |chunk| chunk.capacity() - chunk.len());
+        let new_chunks = MAX_CHUNKS.saturating_sub(self.chunks.len());
+        // Each record either fits what is left, or opens a fresh chunk.
+        match (first + second <= spare, first <= spare) {
+            (true, _) => true,
+            (false, true) => new_chunks >= 1,
+            (false, false) => new_chunks >= 2 || (new_chunks == 1 && first + second <= MAX_CHUNK),
+        }
+    }
+
     fn allocated(&self) -> usize {
         self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
             + self.chunks.iter().map(Vec::capacity).sum::<usize>()
@@ -270,6 +285,7 @@ pub struct NewRequest {
 }
 
 /// Where a lookup found a record, or the hash to insert one with.
+#[derive(Clone, Copy)]
 pub enum Lookup<T> {
     Found(T),
     Missing(u64),
@@ -282,6 +298,14 @@ pub struct Buyer {
     hash: u64,
     name: u32,
     pub units: i64,
+}
+
+impl Buyer {
+    /// The arena handle of the buyer's name: what `request_buyer` returns
+    /// for this buyer's requests.
+    pub fn handle(&self) -> u32 {
+        self.name
+    }
 }
 
 #[derive(Clone, Default)]
@@ -423,6 +447,28 @@ impl Ledger {
         if let Some(code) = record.get_mut(at) {
             *code = state.code();
         }
+    }
+
+    /// The buyer handle (see [`Buyer::handle`]) of the request at `handle`,
+    /// without decoding the rest of the record.
+    pub fn request_buyer(&self, handle: u32) -> u32 {
+        let record = self.arena.record(handle);
+        let at = 2 + leading_id(record).len();
+        record
+            .get(at..at + 4)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+
+    /// True if a buyer named `user` (when new) and a request with id
+    /// `request_id` both fit, so that a sale judged possible never fails
+    /// half-way through being recorded.
+    pub fn has_room(&self, user: Option<&[u8]>, request_id: Option<&[u8]>) -> bool {
+        // A record is its id and a length byte, plus at most 35 bytes of
+        // state, buyer handle and three varints for a request.
+        let buyer = user.map_or(0, |user| user.len() + 1);
+        let request = request_id.map_or(0, |id| id.len() + 36);
+        self.arena.has_room(buyer, request)
     }
 
     /// The request id of the record at `handle`.

@@ -768,6 +768,9 @@ fn codec_keeps_holds_and_reads_older_request_chunks() {
     // A request chunk as the first release wrote it ('R', refunded flag).
     let mut old = limited(5, 0);
     old.deduct(b"alice", 2, None, NOW, None).unwrap();
+    // The chunk's refunded request must be counted as refunded.
+    old.deduct(b"alice", 1, Some(b"r0"), NOW, None).unwrap();
+    old.refund(b"r0").unwrap();
     let mut chunk = vec![b'R'];
     chunk.extend_from_slice(&2u32.to_le_bytes());
     for (id, flag) in [(&b"r1"[..], 0u8), (&b"r2"[..], 1)] {

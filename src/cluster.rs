@@ -1,0 +1,35 @@
+//! What a module command needs to know of Redis Cluster that the module
+//! API does not tell: whether a slot is moving between nodes.
+
+use crate::hash_slot::key_slot;
+use redis_module::{raw, Context, RedisValue};
+
+/// True if this node runs in cluster mode and the slot of `key` is being
+/// migrated away or imported here (`CLUSTER SETSLOT ... MIGRATING` or
+/// `IMPORTING`), as `CLUSTER NODES` shows it on this node's own line.
+/// Costs a `CLUSTER NODES` call: only for the rare key found missing.
+pub fn slot_is_moving(ctx: &Context, key: &[u8]) -> bool {
+    let in_cluster = redis_api!(RedisModule_GetContextFlags).is_some_and(|flags| {
+        // SAFETY: the context is valid for the duration of the call.
+        (unsafe { flags(ctx.get_raw()) } as u32) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+    });
+    if !in_cluster {
+        return false;
+    }
+    let nodes = match ctx.call("CLUSTER", &["NODES"]) {
+        Ok(RedisValue::SimpleString(text)) | Ok(RedisValue::BulkString(text)) => text,
+        Ok(RedisValue::StringBuffer(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => return false,
+    };
+    let slot = key_slot(key).to_string();
+    let migrating = format!("[{slot}->-");
+    let importing = format!("[{slot}-<-");
+    nodes
+        .lines()
+        .filter(|line| {
+            line.split(' ')
+                .nth(2)
+                .is_some_and(|flags| flags.contains("myself"))
+        })
+        .any(|line| line.contains(&migrating) || line.contains(&importing))
+}

@@ -1,0 +1,283 @@
+//! The item's order stream, written in the same atomic step as the sale.
+//!
+//! Entries are appended before the item changes, so that a stream that
+//! cannot take them (wrong type, exhausted IDs, a key caught in a slot
+//! migration) refuses the whole write with nothing changed. Entries are
+//! replicated with the very IDs the server picked, after the item's own
+//! command.
+
+use crate::sale_item::{EventView, Outbox};
+use redis_module::{raw, Context, NotifyEvent, RedisError};
+use std::os::raw::c_int;
+
+const ERR_STREAM_WRONGTYPE: &str =
+    "WRONGTYPE the item's order stream key holds the wrong kind of value";
+const ERR_STREAM_FULL: &str = "ERR the item's order stream has exhausted the last possible ID, \
+     unable to add more items; nothing was changed";
+const ERR_STREAM_MIGRATING: &str = "TRYAGAIN the item's order stream is missing while its slot \
+     is being migrated; nothing was changed";
+
+/// An entry appended in this step, kept to replicate it.
+struct Appended {
+    id: raw::RedisModuleStreamID,
+    fields: Vec<Vec<u8>>,
+}
+
+pub struct OrderStream {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    /// Open for writing once the first entry is appended: closing a key
+    /// opened for writing signals WATCH, which a refused call must not do.
+    key: Option<*mut raw::RedisModuleKey>,
+    maxlen: i64,
+    appended: Vec<Appended>,
+}
+
+/// What a key holds, as far as an order stream is concerned.
+#[derive(PartialEq, Eq)]
+pub enum StreamKey {
+    Missing,
+    Stream,
+    OtherType,
+}
+
+/// Looks at `name` without opening it for writing.
+pub fn inspect(ctx: &Context, name: *mut raw::RedisModuleString) -> StreamKey {
+    let Some(key_type) = redis_api!(RedisModule_KeyType) else {
+        return StreamKey::OtherType;
+    };
+    let read = raw::open_key(ctx.get_raw(), name, raw::KeyMode::READ);
+    // SAFETY: `read` came from RedisModule_OpenKey (NULL is allowed).
+    let found = unsafe { key_type(read) };
+    raw::close_key(read);
+    if found == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+        StreamKey::Missing
+    } else if found == raw::REDISMODULE_KEYTYPE_STREAM as c_int {
+        StreamKey::Stream
+    } else {
+        StreamKey::OtherType
+    }
+}
+
+/// A key name as a Redis string the caller frees.
+fn create_string(ctx: &Context, bytes: &[u8]) -> Option<*mut raw::RedisModuleString> {
+    let create = redis_api!(RedisModule_CreateString)?;
+    // SAFETY: a string made from a live buffer.
+    Some(unsafe { create(ctx.get_raw(), bytes.as_ptr().cast(), bytes.len()) })
+}
+
+/// Checks that `stream` can be an order stream now: empty or a stream.
+pub fn check_type(ctx: &Context, stream: &[u8]) -> Result<(), RedisError> {
+    let name = create_string(ctx, stream).ok_or(RedisError::Str(ERR_STREAM_WRONGTYPE))?;
+    let found = inspect(ctx, name);
+    free_string(ctx.get_raw(), name);
+    match found {
+        StreamKey::OtherType => Err(RedisError::Str(ERR_STREAM_WRONGTYPE)),
+        _ => Ok(()),
+    }
+}
+
+const ERR_STREAM_NOPERM: &str =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+
+/// Checks that the calling user may write `stream`, which the item will
+/// write on every sale although no later command names it. Servers
+/// without the ACL API, and calls with no user (AOF replay), pass.
+pub fn check_access(ctx: &Context, stream: &[u8]) -> Result<(), RedisError> {
+    let (Some(current_user), Some(find_user), Some(check), Some(free_user)) = (
+        redis_api!(RedisModule_GetCurrentUserName),
+        redis_api!(RedisModule_GetModuleUserFromUserName),
+        redis_api!(RedisModule_ACLCheckKeyPermissions),
+        redis_api!(RedisModule_FreeModuleUser),
+    ) else {
+        return Ok(());
+    };
+    // SAFETY: the context is valid for the duration of the command.
+    let user_name = unsafe { current_user(ctx.get_raw()) };
+    if user_name.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a live user name; the user is freed below.
+    let user = unsafe { find_user(user_name) };
+    free_string(ctx.get_raw(), user_name);
+    if user.is_null() {
+        return Err(RedisError::Str(ERR_STREAM_NOPERM));
+    }
+    let Some(key) = create_string(ctx, stream) else {
+        // SAFETY: found above, not used after this.
+        unsafe { free_user(user) };
+        return Err(RedisError::Str(ERR_STREAM_NOPERM));
+    };
+    let flags = (raw::REDISMODULE_CMD_KEY_INSERT | raw::REDISMODULE_CMD_KEY_UPDATE) as c_int;
+    // SAFETY: a live user and key name, both freed right after.
+    let allowed = unsafe { check(user, key, flags) } == raw::REDISMODULE_OK as c_int;
+    free_string(ctx.get_raw(), key);
+    // SAFETY: found above, not used after this.
+    unsafe { free_user(user) };
+    if allowed {
+        Ok(())
+    } else {
+        Err(RedisError::Str(ERR_STREAM_NOPERM))
+    }
+}
+
+fn free_string(ctx: *mut raw::RedisModuleCtx, string: *mut raw::RedisModuleString) {
+    if let Some(free) = redis_api!(RedisModule_FreeString) {
+        // SAFETY: created by this module and not used after this.
+        unsafe { free(ctx, string) };
+    }
+}
+
+impl OrderStream {
+    /// Opens `outbox.stream` for one write: refused if the key holds
+    /// another type, or if it is missing while its slot is moving between
+    /// cluster nodes (a stream re-created here would collide with the one
+    /// being migrated).
+    pub fn open(ctx: &Context, outbox: &Outbox) -> Result<OrderStream, RedisError> {
+        let name = create_string(ctx, &outbox.stream).ok_or(RedisError::Str(ERR_STREAM_FULL))?;
+        let stream = OrderStream {
+            ctx: ctx.get_raw(),
+            name,
+            key: None,
+            maxlen: outbox.maxlen,
+            appended: Vec::new(),
+        };
+        match inspect(ctx, name) {
+            StreamKey::Stream => Ok(stream),
+            StreamKey::OtherType => Err(RedisError::Str(ERR_STREAM_WRONGTYPE)),
+            StreamKey::Missing if crate::cluster::slot_is_moving(ctx, &outbox.stream) => {
+                Err(RedisError::Str(ERR_STREAM_MIGRATING))
+            }
+            StreamKey::Missing => Ok(stream),
+        }
+    }
+
+    /// Appends `event` with an ID the server picks. On failure every entry
+    /// this step appended is taken back, and the write must be refused.
+    pub fn append(&mut self, item: &[u8], event: &EventView) -> Result<(), RedisError> {
+        let result = self.try_append(item, event);
+        if result.is_err() {
+            self.roll_back();
+        }
+        result
+    }
+
+    fn try_append(&mut self, item: &[u8], event: &EventView) -> Result<(), RedisError> {
+        let (Some(stream_add), Some(create)) = (
+            redis_api!(RedisModule_StreamAdd),
+            redis_api!(RedisModule_CreateString),
+        ) else {
+            return Err(RedisError::Str(ERR_STREAM_FULL));
+        };
+        let (ctx, name) = (self.ctx, self.name);
+        let key = *self.key.get_or_insert_with(|| {
+            raw::open_key(ctx, name, raw::KeyMode::READ | raw::KeyMode::WRITE)
+        });
+        let at = crate::item_key::now_ms();
+        let fields: Vec<Vec<u8>> = vec![
+            b"event".to_vec(),
+            event.kind.as_bytes().to_vec(),
+            b"item".to_vec(),
+            item.to_vec(),
+            b"user".to_vec(),
+            event.user.to_vec(),
+            b"qty".to_vec(),
+            event.qty.to_string().into_bytes(),
+            b"request".to_vec(),
+            event.request_id.to_vec(),
+            b"at".to_vec(),
+            at.to_string().into_bytes(),
+            b"stock".to_vec(),
+            event.stock.to_string().into_bytes(),
+        ];
+        // SAFETY: strings made from live buffers, freed below.
+        let mut strings: Vec<*mut raw::RedisModuleString> = fields
+            .iter()
+            .map(|field| unsafe { create(ctx, field.as_ptr().cast(), field.len()) })
+            .collect();
+        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        // SAFETY: the key is open for writing and empty or a stream.
+        let added = unsafe {
+            stream_add(
+                key,
+                raw::REDISMODULE_STREAM_ADD_AUTOID as c_int,
+                &mut id,
+                strings.as_mut_ptr(),
+                (strings.len() / 2) as i64,
+            )
+        };
+        for string in strings {
+            free_string(ctx, string);
+        }
+        if added != raw::REDISMODULE_OK as c_int {
+            return Err(RedisError::Str(ERR_STREAM_FULL));
+        }
+        self.appended.push(Appended { id, fields });
+        Ok(())
+    }
+
+    /// Deletes what this step appended.
+    fn roll_back(&mut self) {
+        let (Some(key), Some(delete)) = (self.key, redis_api!(RedisModule_StreamDelete)) else {
+            return;
+        };
+        for mut entry in self.appended.drain(..) {
+            // SAFETY: the key is an open stream holding this entry.
+            unsafe { delete(key, &mut entry.id) };
+        }
+    }
+
+    /// Once the item changed: trims the stream, replicates every entry
+    /// with its ID, wakes blocked readers and fires `xadd`.
+    pub fn publish(mut self, ctx: &Context) {
+        let Some(key) = self.key else {
+            return;
+        };
+        if self.appended.is_empty() {
+            return;
+        }
+        if self.maxlen > 0 {
+            if let Some(trim) = redis_api!(RedisModule_StreamTrimByLength) {
+                // SAFETY: the key is an open stream.
+                unsafe { trim(key, 0, self.maxlen) };
+            }
+        }
+        let stream = crate::args::Arg::from_ptr(self.name);
+        let maxlen = self.maxlen.to_string();
+        for entry in std::mem::take(&mut self.appended) {
+            let id = format!("{}-{}", entry.id.ms, entry.id.seq);
+            let mut effect: Vec<&[u8]> = Vec::with_capacity(entry.fields.len() + 4);
+            effect.push(stream.as_bytes());
+            if self.maxlen > 0 {
+                effect.extend_from_slice(&[b"MAXLEN".as_slice(), maxlen.as_bytes()]);
+            }
+            effect.push(id.as_bytes());
+            effect.extend(entry.fields.iter().map(Vec::as_slice));
+            ctx.replicate("XADD", effect.as_slice());
+            if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
+                // SAFETY: a static event name and a live key name.
+                unsafe {
+                    notify(
+                        self.ctx,
+                        NotifyEvent::STREAM.bits(),
+                        c"xadd".as_ptr(),
+                        self.name,
+                    )
+                };
+            }
+        }
+        if let Some(signal_ready) = redis_api!(RedisModule_SignalKeyAsReady) {
+            // SAFETY: both pointers are valid for the call.
+            unsafe { signal_ready(self.ctx, self.name) };
+        }
+    }
+}
+
+impl Drop for OrderStream {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            raw::close_key(key);
+        }
+        free_string(self.ctx, self.name);
+    }
+}

@@ -1,0 +1,575 @@
+//! Every write to an item in two steps: judge, then apply.
+//!
+//! A `judge_*` method looks at the item without touching it and answers
+//! either with a reply that changes nothing (sold out, a replay, a refusal)
+//! or with a [`Change`] the item has agreed to. Only [`SaleItem::apply`]
+//! mutates, and it cannot fail: whatever could go wrong was checked while
+//! judging. The Redis layer uses the gap between the two to write the
+//! order stream first, so that a sale and its event happen together or not
+//! at all.
+//!
+//! Lapsed holds (deadline passed, not yet released) are judged as released
+//! already, exactly as reads report them, however many there are. Releasing
+//! them for real is spread over writes and timer ticks: [`settle_plan`]
+//! picks a bounded batch, plus whatever the change itself needs released
+//! first (the buyer's own lapsed holds, and enough units for the sale).
+//!
+//! [`settle_plan`]: SaleItem::settle_plan
+
+use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
+use super::{
+    Confirmation, Deduction, ItemError, Lapsed, Moment, Outbox, Restock, SaleItem, Stock, Window,
+};
+
+/// A pending hold as the item indexes it: its deadline and request record.
+pub type HoldRef = (i64, u32);
+
+/// A purchase as DEDUCT asks for it.
+#[derive(Clone, Copy, Debug)]
+pub struct Order<'a> {
+    pub user: &'a [u8],
+    pub qty: i64,
+    pub request_id: Option<&'a [u8]>,
+    /// Unix ms the units are held until; `None` buys for good.
+    pub hold_until: Option<i64>,
+}
+
+/// A purchase the item agreed to, with what recording it needs.
+#[derive(Clone, Copy)]
+pub struct Purchase<'a> {
+    pub order: Order<'a>,
+    buyer: Lookup<Buyer>,
+    request_hash: Option<u64>,
+    /// Units the buyer holds after the purchase.
+    units_after: i64,
+    /// The stock after the purchase, as reads report it: the reply.
+    pub remaining: i64,
+}
+
+/// A change an item agreed to; [`SaleItem::apply`] makes it.
+pub enum Change<'a> {
+    /// Only the release of lapsed holds (the timer's sweep).
+    Nothing,
+    Deduct(Purchase<'a>),
+    Confirm(HoldRef),
+    /// Gives back `qty` units of the request at `handle`, and ends its hold
+    /// if it is one.
+    Refund {
+        handle: u32,
+        hold: Option<HoldRef>,
+        qty: i64,
+    },
+    /// Ends the named pending holds now, as if they lapsed.
+    Release(Vec<HoldRef>),
+    Add(i64),
+    Window(Window),
+    Outbox(Option<Outbox>),
+}
+
+/// What judging a write decided.
+pub enum Verdict<'a, T> {
+    /// Reply `T`; nothing changes.
+    Answer(T),
+    /// Make this change.
+    Change(Change<'a>),
+}
+
+/// When a write judges lapses: holds whose deadline is at or before this
+/// moment (Unix ms) count as released. `None` counts none as lapsed: a
+/// replica or AOF replay applying a call its master judged with nothing
+/// lapsing.
+pub type LapseMoment = Option<i64>;
+
+impl SaleItem {
+    /// Units of holds due at `at`: of everyone, and of the buyer whose name
+    /// handle is `buyer`.
+    pub(super) fn lapsing(&self, at: LapseMoment, buyer: Option<u32>) -> (i64, i64) {
+        let Some(at) = at else {
+            return (0, 0);
+        };
+        let mut all = 0i64;
+        let mut own = 0i64;
+        for ((_, handle), qty) in self.holds.range(..=(at, u32::MAX)) {
+            all = all.saturating_add(*qty);
+            if buyer.is_some_and(|buyer| self.ledger.request_buyer(*handle) == buyer) {
+                own = own.saturating_add(*qty);
+            }
+        }
+        (all, own)
+    }
+
+    /// The stock reads report at `at`: lapsed holds count as given back.
+    pub fn remaining_at(&self, at: i64) -> i64 {
+        self.virtual_stock(self.lapsing(Some(at), None).0)
+    }
+
+    fn virtual_stock(&self, lapsing: i64) -> i64 {
+        match self.stock {
+            Stock::Limited(units) => units.saturating_add(lapsing),
+            Stock::Unlimited => super::UNLIMITED_STOCK,
+        }
+    }
+
+    /// True if the hold of request `handle`, with `deadline`, counts as
+    /// lapsed at `at`.
+    fn is_lapsed(deadline: i64, at: LapseMoment) -> bool {
+        at.is_some_and(|at| deadline <= at)
+    }
+
+    /// Judges a DEDUCT. `moment` judges the sale window, `at` the lapses.
+    pub fn judge_deduct<'a>(
+        &self,
+        order: Order<'a>,
+        moment: Moment,
+        at: LapseMoment,
+    ) -> Result<Verdict<'a, Deduction>, ItemError> {
+        let Order {
+            user,
+            qty,
+            request_id,
+            hold_until,
+        } = order;
+        if qty <= 0 {
+            return Err(ItemError::NonPositiveQuantity);
+        }
+        if !super::valid_id(user) || !request_id.is_none_or(super::valid_id) {
+            return Err(ItemError::BadId);
+        }
+        if hold_until.is_some() && request_id.is_none() {
+            return Err(ItemError::HoldWithoutId);
+        }
+        let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
+            Some(Lookup::Found(handle)) => {
+                let request = self.ledger.request(handle);
+                if request.user != user || request.qty != qty {
+                    return Err(ItemError::RequestMismatch);
+                }
+                let lapsed =
+                    request.state == RequestState::Held && Self::is_lapsed(request.deadline, at);
+                return Ok(Verdict::Answer(match request.state {
+                    RequestState::Refunded | RequestState::Expired => Deduction::Refunded,
+                    RequestState::Held if lapsed => Deduction::Refunded,
+                    RequestState::Purchased | RequestState::Held => Deduction::Replayed {
+                        remaining: request.reply,
+                    },
+                }));
+            }
+            Some(Lookup::Missing(hash)) => Some(hash),
+            None => None,
+        };
+        if let Moment::At(now) = moment {
+            if let Some(refusal) = self.window.refusal(now) {
+                return Ok(Verdict::Answer(refusal));
+            }
+        }
+        let buyer = self.ledger.find_buyer(user);
+        let buyer_handle = match buyer {
+            Lookup::Found(buyer) => Some(buyer.handle()),
+            Lookup::Missing(_) => None,
+        };
+        let (lapsing, own_lapsing) = self.lapsing(at, buyer_handle);
+        // Stock first: a sold-out item answers without looking at the buyer.
+        let remaining = match self.stock {
+            Stock::Limited(_) => match self.virtual_stock(lapsing) {
+                units if units < qty => return Ok(Verdict::Answer(Deduction::SoldOut)),
+                units => units - qty,
+            },
+            Stock::Unlimited => super::UNLIMITED_STOCK,
+        };
+        let held = match buyer {
+            Lookup::Found(buyer) => buyer.units.saturating_sub(own_lapsing).max(0),
+            Lookup::Missing(_) => 0,
+        };
+        let units_after = match held.checked_add(qty) {
+            Some(units) if self.limit == 0 || units <= self.limit => units,
+            Some(_) => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
+            None if self.limit > 0 => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
+            None => return Err(ItemError::Overflow),
+        };
+        self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
+        if hold_until.is_some() {
+            self.held.checked_add(qty).ok_or(ItemError::Overflow)?;
+        }
+        let new_user = matches!(buyer, Lookup::Missing(_)).then_some(user);
+        if !self.ledger.has_room(new_user, request_id) {
+            return Err(ItemError::Full);
+        }
+        Ok(Verdict::Change(Change::Deduct(Purchase {
+            order,
+            buyer,
+            request_hash,
+            units_after,
+            remaining,
+        })))
+    }
+
+    /// Judges a CONFIRM of the hold under `request_id`.
+    pub fn judge_confirm(
+        &self,
+        request_id: &[u8],
+        at: LapseMoment,
+    ) -> Verdict<'static, Confirmation> {
+        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
+            return Verdict::Answer(Confirmation::Invalid);
+        };
+        let request = self.ledger.request(handle);
+        match request.state {
+            RequestState::Purchased => Verdict::Answer(Confirmation::AlreadyConfirmed),
+            RequestState::Held if !Self::is_lapsed(request.deadline, at) => {
+                Verdict::Change(Change::Confirm((request.deadline, handle)))
+            }
+            _ => Verdict::Answer(Confirmation::Invalid),
+        }
+    }
+
+    /// Judges a REFUND of what `request_id` bought; answers the units given
+    /// back when nothing is (0).
+    pub fn judge_refund(
+        &self,
+        request_id: &[u8],
+        at: LapseMoment,
+    ) -> Result<Verdict<'static, i64>, ItemError> {
+        let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
+            return Ok(Verdict::Answer(0));
+        };
+        let request = self.ledger.request(handle);
+        let hold = match request.state {
+            RequestState::Purchased => None,
+            RequestState::Held if !Self::is_lapsed(request.deadline, at) => {
+                Some((request.deadline, handle))
+            }
+            _ => return Ok(Verdict::Answer(0)),
+        };
+        if matches!(self.ledger.find_buyer(request.user), Lookup::Missing(_)) {
+            // Every request names a stored buyer; a damaged item refunds
+            // nothing rather than guess.
+            return Ok(Verdict::Answer(0));
+        }
+        // The stock may be given back every lapsed unit before this one.
+        let (lapsing, _) = self.lapsing(at, None);
+        if let Stock::Limited(_) = self.stock {
+            self.virtual_stock(lapsing)
+                .checked_add(request.qty)
+                .ok_or(ItemError::Overflow)?;
+        }
+        self.refunded
+            .checked_add(request.qty)
+            .ok_or(ItemError::Overflow)?;
+        Ok(Verdict::Change(Change::Refund {
+            handle,
+            hold,
+            qty: request.qty,
+        }))
+    }
+
+    /// Judges a RELEASE of the named holds, whatever their deadline.
+    /// Answers 0 when none of them is pending.
+    pub fn judge_release(&self, request_ids: &[&[u8]]) -> Verdict<'static, i64> {
+        let mut holds: Vec<HoldRef> = Vec::new();
+        for id in request_ids {
+            if let Lookup::Found(handle) = self.ledger.find_request(id) {
+                let request = self.ledger.request(handle);
+                let hold = (request.deadline, handle);
+                if request.state == RequestState::Held && !holds.contains(&hold) {
+                    holds.push(hold);
+                }
+            }
+        }
+        if holds.is_empty() {
+            Verdict::Answer(0)
+        } else {
+            Verdict::Change(Change::Release(holds))
+        }
+    }
+
+    /// Judges an ADD of `qty` units; answers the stock of an unlimited item.
+    pub fn judge_add(&self, qty: i64, at: LapseMoment) -> Result<Verdict<'static, i64>, ItemError> {
+        if qty <= 0 {
+            return Err(ItemError::NonPositiveQuantity);
+        }
+        if self.stock == Stock::Unlimited {
+            return Ok(Verdict::Answer(self.remaining()));
+        }
+        // Everything ever supplied must stay representable, so that a later
+        // refund can always put units back without overflowing.
+        let added = self.added.checked_add(qty).ok_or(ItemError::Overflow)?;
+        self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
+        let (lapsing, _) = self.lapsing(at, None);
+        self.virtual_stock(lapsing)
+            .checked_add(qty)
+            .ok_or(ItemError::Overflow)?;
+        Ok(Verdict::Change(Change::Add(qty)))
+    }
+
+    /// The lapsed holds to release before `change`, where this server
+    /// decides releases: every lapsed hold of the buyer `change` sells to
+    /// (so that its quota is exact), enough to cover the units it sells,
+    /// and up to `budget` more, earliest first.
+    pub fn settle_plan(&self, change: &Change, now: i64, budget: usize) -> Vec<HoldRef> {
+        let (own, mut needed) = match change {
+            Change::Deduct(purchase) => {
+                let own = match purchase.buyer {
+                    Lookup::Found(buyer) => Some(buyer.handle()),
+                    Lookup::Missing(_) => None,
+                };
+                let needed = match self.stock {
+                    Stock::Limited(units) => purchase.order.qty.saturating_sub(units),
+                    Stock::Unlimited => 0,
+                };
+                (own, needed)
+            }
+            _ => (None, 0),
+        };
+        let due = self.holds.range(..=(now, u32::MAX));
+        let mut plan: Vec<HoldRef> = Vec::new();
+        if let Some(own) = own {
+            for (hold, qty) in due.clone() {
+                if self.ledger.request_buyer(hold.1) == own {
+                    plan.push(*hold);
+                    needed = needed.saturating_sub(*qty);
+                }
+            }
+        }
+        let mut others = 0usize;
+        for (hold, qty) in due {
+            if others >= budget && needed <= 0 {
+                break;
+            }
+            if own.is_some_and(|own| self.ledger.request_buyer(hold.1) == own) {
+                continue;
+            }
+            plan.push(*hold);
+            others += 1;
+            needed = needed.saturating_sub(*qty);
+        }
+        plan
+    }
+
+    /// What releasing `hold` will report, read before it is released.
+    pub fn lapsed(&self, (_, handle): HoldRef) -> Lapsed {
+        let request = self.ledger.request(handle);
+        Lapsed {
+            request_id: self.ledger.request_id(handle).to_vec(),
+            user: request.user.to_vec(),
+            qty: request.qty,
+        }
+    }
+
+    /// Releases `holds` (from `settle_plan`), then makes `change`. Returns
+    /// the reply figure of a change that has one (the stock after a DEDUCT
+    /// or an ADD, the units a REFUND gave back).
+    pub fn apply(&mut self, holds: &[HoldRef], change: Change) -> i64 {
+        for hold in holds {
+            if self.holds.contains_key(hold) {
+                self.lapse(*hold);
+            }
+        }
+        match change {
+            Change::Nothing => 0,
+            Change::Deduct(purchase) => self.record_purchase(purchase),
+            Change::Confirm(hold) => {
+                if let Some(qty) = self.holds.remove(&hold) {
+                    self.held = self.held.saturating_sub(qty).max(0);
+                    self.ledger.set_state(hold.1, RequestState::Purchased);
+                }
+                1
+            }
+            Change::Refund { handle, hold, qty } => self.record_refund(handle, hold, qty),
+            Change::Release(holds) => {
+                let pending = holds
+                    .into_iter()
+                    .filter(|hold| self.holds.contains_key(hold))
+                    .collect::<Vec<_>>();
+                for hold in &pending {
+                    self.lapse(*hold);
+                }
+                pending.len() as i64
+            }
+            Change::Add(qty) => {
+                if let Stock::Limited(units) = self.stock {
+                    self.added = self.added.saturating_add(qty);
+                    self.stock = Stock::Limited(units.saturating_add(qty));
+                }
+                self.remaining()
+            }
+            Change::Window(window) => {
+                self.window = window;
+                1
+            }
+            Change::Outbox(outbox) => {
+                self.outbox = outbox;
+                1
+            }
+        }
+    }
+
+    fn record_purchase(&mut self, purchase: Purchase) -> i64 {
+        let Purchase {
+            order,
+            buyer,
+            request_hash,
+            units_after,
+            remaining,
+        } = purchase;
+        let mut buyer = match buyer {
+            Lookup::Found(buyer) => buyer,
+            // Room was checked while judging.
+            Lookup::Missing(hash) => match self.ledger.add_buyer(hash, order.user) {
+                Ok(buyer) => buyer,
+                Err(_) => return remaining,
+            },
+        };
+        if let (Some(id), Some(hash)) = (order.request_id, request_hash) {
+            let request = NewRequest {
+                qty: order.qty,
+                reply: remaining,
+                state: if order.hold_until.is_some() {
+                    RequestState::Held
+                } else {
+                    RequestState::Purchased
+                },
+                deadline: order.hold_until.unwrap_or(0).max(0),
+            };
+            if let Ok(handle) = self.ledger.add_request(hash, id, &buyer, request) {
+                if order.hold_until.is_some() {
+                    self.holds.insert((request.deadline, handle), order.qty);
+                    self.held = self.held.saturating_add(order.qty);
+                }
+            }
+        }
+        self.ledger.set_units(&mut buyer, units_after);
+        if let Stock::Limited(units) = self.stock {
+            // The settle plan released enough for this: never below zero.
+            self.stock = Stock::Limited(units.saturating_sub(order.qty).max(0));
+        }
+        self.sold = self.sold.saturating_add(order.qty);
+        remaining
+    }
+
+    fn record_refund(&mut self, handle: u32, hold: Option<HoldRef>, qty: i64) -> i64 {
+        let user = self.ledger.request(handle).user;
+        if let Lookup::Found(mut buyer) = self.ledger.find_buyer(user) {
+            // A consistent item always holds at least `qty` for this user; a
+            // damaged one loses the units instead of going negative.
+            let units = buyer.units.saturating_sub(qty).max(0);
+            self.ledger.set_units(&mut buyer, units);
+        }
+        if let Some(hold) = hold {
+            self.holds.remove(&hold);
+            self.held = self.held.saturating_sub(qty).max(0);
+        }
+        self.ledger.set_state(handle, RequestState::Refunded);
+        if let Stock::Limited(units) = self.stock {
+            self.stock = Stock::Limited(units.saturating_add(qty));
+        }
+        self.refunded = self.refunded.saturating_add(qty);
+        qty
+    }
+
+    /// Ends one pending hold as lapsed: its units go back to the stock and
+    /// to the buyer's quota.
+    pub(super) fn lapse(&mut self, (deadline, handle): HoldRef) {
+        let Some(qty) = self.holds.remove(&(deadline, handle)) else {
+            return;
+        };
+        let user = self.ledger.request(handle).user;
+        if let Lookup::Found(mut buyer) = self.ledger.find_buyer(user) {
+            let units = buyer.units.saturating_sub(qty).max(0);
+            self.ledger.set_units(&mut buyer, units);
+        }
+        if let Stock::Limited(units) = self.stock {
+            self.stock = Stock::Limited(units.saturating_add(qty));
+        }
+        self.held = self.held.saturating_sub(qty).max(0);
+        self.expired = self.expired.saturating_add(qty);
+        self.ledger.set_state(handle, RequestState::Expired);
+    }
+}
+
+impl Restock {
+    /// ADD's reply.
+    pub fn reply(self) -> i64 {
+        match self {
+            Restock::Added { remaining } => remaining,
+            Restock::Unlimited => super::UNLIMITED_STOCK,
+        }
+    }
+}
+
+/// One order-stream event a write produces, read from the item before it
+/// changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventView<'s> {
+    /// `purchase`, `hold`, `confirm`, `refund` or `expire`.
+    pub kind: &'static str,
+    pub user: &'s [u8],
+    pub qty: i64,
+    pub request_id: &'s [u8],
+    /// The stock after the event, as reads report it.
+    pub stock: i64,
+}
+
+impl SaleItem {
+    /// The events of releasing `settle` and then making `change`, judged
+    /// at `at` as the change was.
+    pub fn events<'s>(
+        &'s self,
+        settle: &[HoldRef],
+        change: &'s Change,
+        at: LapseMoment,
+    ) -> Vec<EventView<'s>> {
+        let stock = self.virtual_stock(self.lapsing(at, None).0);
+        let request_event = |kind, handle: u32, stock| {
+            let request = self.ledger.request(handle);
+            EventView {
+                kind,
+                user: request.user,
+                qty: request.qty,
+                request_id: self.ledger.request_id(handle),
+                stock,
+            }
+        };
+        // Lapsed holds count as given back already: their release leaves
+        // the stock reads report as it is.
+        let mut events: Vec<EventView> = settle
+            .iter()
+            .map(|(_, handle)| request_event("expire", *handle, stock))
+            .collect();
+        match change {
+            Change::Deduct(purchase) => events.push(EventView {
+                kind: if purchase.order.hold_until.is_some() {
+                    "hold"
+                } else {
+                    "purchase"
+                },
+                user: purchase.order.user,
+                qty: purchase.order.qty,
+                request_id: purchase.order.request_id.unwrap_or_default(),
+                stock: purchase.remaining,
+            }),
+            Change::Confirm((_, handle)) => events.push(request_event("confirm", *handle, stock)),
+            Change::Refund { handle, qty, .. } => {
+                let after = match self.stock {
+                    Stock::Limited(_) => stock.saturating_add(*qty),
+                    Stock::Unlimited => stock,
+                };
+                events.push(request_event("refund", *handle, after));
+            }
+            Change::Release(holds) => {
+                let mut after = stock;
+                for (deadline, handle) in holds {
+                    if !Self::is_lapsed(*deadline, at) {
+                        if let (Stock::Limited(_), Some(qty)) =
+                            (self.stock, self.holds.get(&(*deadline, *handle)))
+                        {
+                            after = after.saturating_add(*qty);
+                        }
+                    }
+                    events.push(request_event("expire", *handle, after));
+                }
+            }
+            Change::Nothing | Change::Add(_) | Change::Window(_) | Change::Outbox(_) => {}
+        }
+        events
+    }
+}

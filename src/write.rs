@@ -1,0 +1,246 @@
+//! The one way an item is written.
+//!
+//! ```text
+//! parse + validate                    (the command; errors return, nothing touched)
+//!   -> open the item -> judge         (pure; a reply or an error returns, nothing touched)
+//!   -> pick the lapsed holds to settle
+//!   -> append the order events        (refused: taken back, error, nothing touched)
+//!   -> apply: settle, then the change (cannot fail)
+//!   -> publish: signal, replicate, notify, register the next deadline
+//! ```
+//!
+//! Commands, the sweeper, INIT and LOADCHUNK all end in [`publish`], so no
+//! handler replicates or notifies by hand: a call that errors or is refused
+//! changes nothing, fires nothing and leaves WATCH alone, and a sale and its
+//! order event happen together or not at all.
+
+use crate::args::Arg;
+use crate::item_key::{master_decided, now_ms, signal_modified, ItemKey};
+use crate::order_stream::OrderStream;
+use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem};
+use crate::sweeper;
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
+use std::ffi::CStr;
+
+/// Lapsed holds a command releases besides those its change needs, so that
+/// a backlog drains with the traffic without any one call stalling.
+pub const SETTLE_PER_WRITE: usize = 64;
+
+/// Reply of a write to a key with no item.
+pub const NO_SUCH_ITEM: i64 = -3;
+
+/// What replicas and the AOF receive for a write.
+pub enum Effect {
+    /// Nothing of the command itself (a sweep; its releases are sent).
+    Nothing,
+    /// The command as the client sent it: its outcome does not depend on
+    /// anything a replica could see differently.
+    Verbatim,
+    /// This command instead, e.g. with a clock reading made absolute.
+    Rewritten(&'static str, Vec<Vec<u8>>),
+}
+
+/// What a write decided, once judged.
+pub struct Decision<'a> {
+    pub change: Change<'a>,
+    pub effect: Effect,
+    /// The keyspace event of the change (`seckill.deduct`, ...).
+    pub event: Option<&'static CStr>,
+    /// The moment lapses were judged at.
+    pub at: LapseMoment,
+}
+
+/// How this server takes part in a write.
+#[derive(Clone, Copy)]
+pub struct Judging {
+    /// The server's clock, where this server decides (a master); `None`
+    /// where it applies its master's decisions (a replica, an AOF replay).
+    pub now: Option<i64>,
+}
+
+impl Judging {
+    pub fn of(ctx: &Context) -> Judging {
+        Judging {
+            now: (!master_decided(ctx)).then(now_ms),
+        }
+    }
+}
+
+/// Runs a write on the item at `name`: `judge` looks at the item and
+/// answers (`Ok(Err(reply))`: nothing changes) or decides a change, and
+/// `reply` turns the applied change's figure into the reply. A missing item
+/// answers `-3`.
+pub fn write_item<'a>(
+    ctx: &Context,
+    name: &Arg,
+    judge: impl FnOnce(&SaleItem, Judging) -> Result<Result<Decision<'a>, RedisValue>, RedisError>,
+    reply: impl FnOnce(&SaleItem, i64, Judging) -> RedisValue,
+) -> RedisResult {
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let judging = Judging::of(ctx);
+    let decision = match judge(item, judging)? {
+        Ok(decision) => decision,
+        Err(answer) => return Ok(answer),
+    };
+    let figure = commit(ctx, name, item, decision, judging, SETTLE_PER_WRITE)?;
+    Ok(reply(item, figure, judging))
+}
+
+/// Settles, records the events of, applies and publishes `decision`.
+/// Returns the change's figure; an error means nothing changed.
+fn commit(
+    ctx: &Context,
+    name: &Arg,
+    item: &mut SaleItem,
+    decision: Decision,
+    judging: Judging,
+    settle_budget: usize,
+) -> Result<i64, RedisError> {
+    let Decision {
+        change,
+        effect,
+        event,
+        at,
+    } = decision;
+    // Only the server that decides releases lapsed holds; its replicas and
+    // its AOF receive each release as SECKILL.RELEASE.
+    let settle: Vec<HoldRef> = match (judging.now, item.next_deadline()) {
+        (Some(now), Some(deadline)) if deadline <= now => {
+            item.settle_plan(&change, now, settle_budget)
+        }
+        _ => Vec::new(),
+    };
+    let stream = match (judging.now, item.outbox()) {
+        (Some(_), Some(outbox)) => {
+            let events = item.events(&settle, &change, at);
+            if events.is_empty() {
+                None
+            } else {
+                let mut stream = OrderStream::open(ctx, outbox)?;
+                for event in &events {
+                    stream.append(name.as_bytes(), event)?;
+                }
+                Some(stream)
+            }
+        }
+        _ => None,
+    };
+    let released: Vec<Vec<u8>> = settle
+        .iter()
+        .map(|hold| item.lapsed(*hold).request_id)
+        .collect();
+    let adds_hold =
+        matches!(&change, Change::Deduct(purchase) if purchase.order.hold_until.is_some());
+    let figure = item.apply(&settle, change);
+    publish(
+        ctx,
+        name,
+        &Published {
+            released: &released,
+            effect,
+            event,
+        },
+    );
+    if let Some(stream) = stream {
+        stream.publish(ctx);
+    }
+    if adds_hold || !settle.is_empty() {
+        if let Some(deadline) = item.next_deadline() {
+            sweeper::watch(item, sweeper::selected_db(ctx), name.as_bytes(), deadline);
+        }
+    }
+    Ok(figure)
+}
+
+/// What a write that changed an item tells the rest of the server.
+pub struct Published<'a> {
+    /// Request ids of holds released by clock in this write.
+    pub released: &'a [Vec<u8>],
+    pub effect: Effect,
+    pub event: Option<&'static CStr>,
+}
+
+/// After an item changed: tells WATCH and client tracking, replicates the
+/// releases and then the command's effect, and fires the keyspace events.
+/// The one place any of this happens.
+pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
+    signal_modified(ctx, name);
+    if !published.released.is_empty() {
+        let mut args: Vec<&[u8]> = Vec::with_capacity(published.released.len() + 1);
+        args.push(name.as_bytes());
+        args.extend(published.released.iter().map(Vec::as_slice));
+        ctx.replicate("SECKILL.RELEASE", args.as_slice());
+        notify(ctx, name, c"seckill.expire");
+    }
+    match &published.effect {
+        Effect::Nothing => {}
+        Effect::Verbatim => {
+            ctx.replicate_verbatim();
+        }
+        Effect::Rewritten(command, args) => {
+            let mut effect: Vec<&[u8]> = Vec::with_capacity(args.len());
+            effect.extend(args.iter().map(Vec::as_slice));
+            ctx.replicate(command, effect.as_slice());
+        }
+    }
+    if let Some(event) = published.event {
+        notify(ctx, name, event);
+    }
+}
+
+fn notify(ctx: &Context, key: &Arg, event: &CStr) {
+    // The crate's wrapper builds a CString per call; events are static here.
+    if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
+        // SAFETY: `event` is NUL-terminated and `key` lives for the command.
+        unsafe {
+            notify(
+                ctx.get_raw(),
+                NotifyEvent::MODULE.bits(),
+                event.as_ptr(),
+                key.as_ptr(),
+            )
+        };
+    }
+}
+
+/// What one sweep step found.
+pub enum Swept {
+    /// The key no longer holds the registered item.
+    Gone,
+    /// The order stream refused the releases' events; nothing changed.
+    Refused,
+    Released {
+        more_due: bool,
+    },
+}
+
+/// Releases up to `budget` lapsed holds of the item at `name`, if it is the
+/// item registered as `id`, through the same path as every write.
+pub fn sweep_step(ctx: &Context, name: &Arg, id: usize, now: i64, budget: usize) -> Swept {
+    let mut key = ItemKey::open_read(ctx, name);
+    let Ok(Some(item)) = key.item_mut() else {
+        return Swept::Gone;
+    };
+    if item as *const SaleItem as usize != id {
+        return Swept::Gone;
+    }
+    if item.next_deadline().is_none_or(|deadline| deadline > now) {
+        return Swept::Released { more_due: false };
+    }
+    let decision = Decision {
+        change: Change::Nothing,
+        effect: Effect::Nothing,
+        event: None,
+        at: Some(now),
+    };
+    let judging = Judging { now: Some(now) };
+    match commit(ctx, name, item, decision, judging, budget) {
+        Ok(_) => Swept::Released {
+            more_due: item.next_deadline().is_some_and(|deadline| deadline <= now),
+        },
+        Err(_) => Swept::Refused,
+    }
+}
