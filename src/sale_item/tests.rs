@@ -824,3 +824,192 @@ fn codec_keeps_the_order_stream() {
     item.set_outbox(None);
     assert_eq!(round_trip(&item).unwrap().outbox(), None);
 }
+
+// --- Judging with lapsed holds as released ---------------------------------
+
+/// Many holds all due at `deadline`, one unit each, users `u0..`.
+fn lapsing_holds(stock: i64, limit: i64, holds: u32, deadline: i64) -> SaleItem {
+    let mut item = limited(stock, limit);
+    for n in 0..holds {
+        let (user, id) = (format!("u{n}"), format!("h{n}"));
+        hold(&mut item, user.as_bytes(), id.as_bytes(), deadline).unwrap();
+    }
+    item
+}
+
+/// Judges, settles at most `budget` lapsed holds besides what the change
+/// needs, and applies, as the command layer does on a master.
+fn write_at(item: &mut SaleItem, order: Order, at: i64, budget: usize) -> Option<i64> {
+    match item.judge_deduct(order, Moment::At(at), Some(at)).unwrap() {
+        Verdict::Answer(_) => None,
+        Verdict::Change(change) => {
+            let settle = item.settle_plan(&change, at, budget);
+            Some(item.apply(&settle, change))
+        }
+    }
+}
+
+fn order<'a>(user: &'a [u8], qty: i64, request_id: Option<&'a [u8]>) -> Order<'a> {
+    Order {
+        user,
+        qty,
+        request_id,
+        hold_until: None,
+    }
+}
+
+#[test]
+fn a_write_sees_every_lapsed_unit_back_however_many() {
+    let mut item = lapsing_holds(5_000, 0, 5_000, 100);
+    assert_eq!(item.remaining_at(200), 5_000);
+    let reply = write_at(&mut item, order(b"big", 3_000, None), 200, 64);
+    assert_eq!(reply, Some(2_000), "the reply a read predicted");
+    assert!(item.remaining() >= 0, "enough holds were settled to sell");
+    assert_eq!(item.remaining_at(200), 2_000);
+    item.release_due(200, usize::MAX);
+    assert_eq!(item.remaining(), 2_000);
+    check_invariants(&item);
+}
+
+#[test]
+fn a_buyer_whose_hold_lapsed_among_thousands_may_buy_again() {
+    let mut item = lapsing_holds(5_000, 1, 5_000, 100);
+    assert_eq!(item.bought_at(b"u4999", 200), 0);
+    let reply = write_at(&mut item, order(b"u4999", 1, None), 200, 0);
+    assert!(reply.is_some(), "the limit counts the lapsed hold as gone");
+    assert_eq!(item.bought(b"u4999"), 1);
+    check_invariants(&item);
+}
+
+#[test]
+fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
+    let item = lapsing_holds(10, 0, 1, 100);
+    assert!(matches!(
+        item.judge_confirm(b"h0", Some(100)),
+        Verdict::Answer(Confirmation::Invalid)
+    ));
+    assert!(matches!(
+        item.judge_refund(b"h0", Some(100)),
+        Ok(Verdict::Answer(0))
+    ));
+    let replay = Order {
+        hold_until: Some(100),
+        ..order(b"u0", 1, Some(b"h0"))
+    };
+    assert!(matches!(
+        item.judge_deduct(replay, NOW, Some(100)),
+        Ok(Verdict::Answer(Deduction::Refunded))
+    ));
+    assert!(matches!(
+        item.judge_confirm(b"h0", Some(99)),
+        Verdict::Change(_)
+    ));
+}
+
+#[test]
+fn settling_a_backlog_is_bounded_unless_the_sale_needs_more() {
+    let item = lapsing_holds(1_000, 0, 1_000, 100);
+    let small = item.judge_deduct(order(b"x", 1, None), NOW, Some(100));
+    let Ok(Verdict::Change(change)) = small else {
+        panic!("a lapsed unit sells");
+    };
+    assert_eq!(item.settle_plan(&change, 100, 10).len(), 10);
+    let big = item.judge_deduct(order(b"x", 500, None), NOW, Some(100));
+    let Ok(Verdict::Change(change)) = big else {
+        panic!("500 lapsed units sell");
+    };
+    assert_eq!(item.settle_plan(&change, 100, 10).len(), 500);
+}
+
+#[test]
+fn events_carry_the_stock_reads_report() {
+    let item = lapsing_holds(3, 0, 3, 100);
+    let Ok(Verdict::Change(change)) = item.judge_deduct(order(b"x", 1, Some(b"p")), NOW, Some(100))
+    else {
+        panic!("a lapsed unit sells");
+    };
+    let settle = item.settle_plan(&change, 100, 1);
+    let events = item.events(&settle, &change, Some(100));
+    let kinds: Vec<(&str, i64)> = events.iter().map(|e| (e.kind, e.stock)).collect();
+    assert_eq!(kinds, [("expire", 3), ("purchase", 2)]);
+}
+
+proptest! {
+    /// Judging lapsed holds as released, settling only some of them, gives
+    /// the very replies and item that releasing all of them first gives.
+    #[test]
+    fn a_write_judges_the_item_as_if_every_lapsed_hold_were_released(
+        stock in 0i64..30,
+        limit in 0i64..5,
+        budget in 0usize..4,
+        ops in proptest::collection::vec(op(), 0..150),
+    ) {
+        let mut item = limited(stock, limit);
+        let mut reference = item.clone();
+        let mut now = 1_000i64;
+        for op in ops {
+            reference.release_due(now, usize::MAX);
+            let at = Some(now);
+            match op {
+                Op::Wait(ms) => now += ms,
+                Op::Add(qty) => {
+                    let expected = reference.add(qty).map(Restock::reply);
+                    let got = item.judge_add(qty, at).map(|verdict| match verdict {
+                        Verdict::Answer(remaining) => remaining,
+                        Verdict::Change(change) => {
+                            let settle = item.settle_plan(&change, now, budget);
+                            item.apply(&settle, change);
+                            item.remaining_at(now)
+                        }
+                    });
+                    prop_assert_eq!(got, expected);
+                }
+                Op::Deduct { user, qty, request, hold } => {
+                    let (user, request) = (user_name(user), request.map(request_name));
+                    let hold_until = hold.map(|ms| now + ms);
+                    let expected = reference.deduct(&user, qty, request.as_deref(), Moment::At(now), hold_until);
+                    let order = Order { user: &user, qty, request_id: request.as_deref(), hold_until };
+                    let got = item.judge_deduct(order, Moment::At(now), at).map(|verdict| match verdict {
+                        Verdict::Answer(deduction) => deduction,
+                        Verdict::Change(change) => {
+                            let settle = item.settle_plan(&change, now, budget);
+                            Deduction::Bought { remaining: item.apply(&settle, change) }
+                        }
+                    });
+                    prop_assert_eq!(got, expected);
+                }
+                Op::Refund(request) => {
+                    let request = request_name(request);
+                    let expected = reference.refund(&request);
+                    let got = item.judge_refund(&request, at).map(|verdict| match verdict {
+                        Verdict::Answer(units) => units,
+                        Verdict::Change(change) => {
+                            let settle = item.settle_plan(&change, now, budget);
+                            item.apply(&settle, change)
+                        }
+                    });
+                    prop_assert_eq!(got, expected);
+                }
+                Op::Confirm(request) => {
+                    let request = request_name(request);
+                    let expected = reference.confirm(&request);
+                    let got = match item.judge_confirm(&request, at) {
+                        Verdict::Answer(confirmation) => confirmation,
+                        Verdict::Change(change) => {
+                            let settle = item.settle_plan(&change, now, budget);
+                            item.apply(&settle, change);
+                            Confirmation::Confirmed
+                        }
+                    };
+                    prop_assert_eq!(got, expected);
+                }
+            }
+            reference.release_due(now, usize::MAX);
+            prop_assert_eq!(item.stats_at(now), reference.stats());
+            let mut settled = item.clone();
+            settled.release_due(now, usize::MAX);
+            prop_assert_eq!(&settled, &reference);
+            check_invariants(&item);
+        }
+    }
+}
