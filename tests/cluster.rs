@@ -287,3 +287,102 @@ fn failovers_keep_every_acknowledged_purchase() {
         "sold {sold}: acknowledged {acknowledged}, made {made}"
     );
 }
+
+/// A sale on a node whose slot is half-migrated, with the order stream on
+/// the other node, is refused with TRYAGAIN instead of re-creating the
+/// stream where it would later collide with the migrated one.
+#[test]
+fn a_sale_whose_order_stream_is_mid_migration_asks_to_try_again() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    const KEY: &str = "{sku:split}";
+    const STREAM: &str = "{sku:split}:orders";
+    cluster_ok::<i64>(&mut con, &["SECKILL.INIT", KEY, "100", "STREAM", STREAM]);
+    cluster_ok::<i64>(&mut con, &["SECKILL.DEDUCT", KEY, "first", "1"]);
+    let slot = cluster.slot(KEY);
+    let slot_arg = slot.to_string();
+    let source = cluster.owner(slot);
+    let target = (0..3).find(|index| *index != source).expect("a target");
+    let (source_id, target_id) = (cluster.id(source), cluster.id(target));
+    let (mut source_con, mut target_con) = (cluster.con(source), cluster.con(target));
+    ok::<String>(
+        &mut target_con,
+        &["CLUSTER", "SETSLOT", &slot_arg, "IMPORTING", &source_id],
+    );
+    ok::<String>(
+        &mut source_con,
+        &["CLUSTER", "SETSLOT", &slot_arg, "MIGRATING", &target_id],
+    );
+    let migrate = |con: &mut redis::Connection, key: &str| {
+        let moved: String = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(cluster.nodes[target].port)
+            .arg(key)
+            .arg(0)
+            .arg(5000)
+            .query(con)
+            .expect("MIGRATE");
+        assert_eq!(moved, "OK");
+    };
+    // The stream moves first: the item stays behind on the source.
+    migrate(&mut source_con, STREAM);
+    let refused = common::error(&mut source_con, &["SECKILL.DEDUCT", KEY, "second", "1"]);
+    assert!(refused.starts_with("TRYAGAIN"), "{refused}");
+    assert_eq!(ok::<i64>(&mut source_con, &["SECKILL.GET", KEY]), 99);
+    // Then the item: on the importing side, its stream is there now.
+    migrate(&mut source_con, KEY);
+    ok::<String>(&mut target_con, &["ASKING"]);
+    assert_eq!(
+        ok::<i64>(&mut target_con, &["SECKILL.DEDUCT", KEY, "second", "1"]),
+        98
+    );
+    for index in 0..3 {
+        ok::<String>(
+            &mut cluster.con(index),
+            &["CLUSTER", "SETSLOT", &slot_arg, "NODE", &target_id],
+        );
+    }
+    let mut con = cluster.client();
+    assert_eq!(cluster_ok::<i64>(&mut con, &["XLEN", STREAM]), 2);
+}
+
+/// The importing side refuses too: item moved, stream not yet.
+#[test]
+fn a_sale_on_the_importing_node_before_its_stream_arrives_asks_to_try_again() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    const KEY: &str = "{sku:early}";
+    const STREAM: &str = "{sku:early}:orders";
+    cluster_ok::<i64>(&mut con, &["SECKILL.INIT", KEY, "100", "STREAM", STREAM]);
+    cluster_ok::<i64>(&mut con, &["SECKILL.DEDUCT", KEY, "first", "1"]);
+    let slot = cluster.slot(KEY);
+    let slot_arg = slot.to_string();
+    let source = cluster.owner(slot);
+    let target = (0..3).find(|index| *index != source).expect("a target");
+    let (source_id, target_id) = (cluster.id(source), cluster.id(target));
+    let (mut source_con, mut target_con) = (cluster.con(source), cluster.con(target));
+    ok::<String>(
+        &mut target_con,
+        &["CLUSTER", "SETSLOT", &slot_arg, "IMPORTING", &source_id],
+    );
+    ok::<String>(
+        &mut source_con,
+        &["CLUSTER", "SETSLOT", &slot_arg, "MIGRATING", &target_id],
+    );
+    let moved: String = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[target].port)
+        .arg(KEY)
+        .arg(0)
+        .arg(5000)
+        .query(&mut source_con)
+        .expect("MIGRATE");
+    assert_eq!(moved, "OK");
+    ok::<String>(&mut target_con, &["ASKING"]);
+    let refused = common::error(&mut target_con, &["SECKILL.DEDUCT", KEY, "second", "1"]);
+    assert!(refused.starts_with("TRYAGAIN"), "{refused}");
+    ok::<String>(&mut target_con, &["ASKING"]);
+    assert_eq!(ok::<i64>(&mut target_con, &["SECKILL.GET", KEY]), 99);
+    ok::<String>(&mut target_con, &["ASKING"]);
+    assert_eq!(ok::<i64>(&mut target_con, &["EXISTS", STREAM]), 0);
+}
