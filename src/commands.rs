@@ -367,7 +367,7 @@ struct DeductOptions<'a> {
 }
 
 impl<'a> DeductOptions<'a> {
-    fn parse(args: &'a [Arg], from_master: bool) -> Result<Self, RedisError> {
+    fn parse(args: &'a [Arg], from_master: impl Fn() -> bool) -> Result<Self, RedisError> {
         let mut options = DeductOptions {
             request_id: None,
             hold: None,
@@ -390,7 +390,7 @@ impl<'a> DeductOptions<'a> {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
-            } else if option.is_keyword("AT") && from_master && options.judged_at.is_none() {
+            } else if option.is_keyword("AT") && options.judged_at.is_none() && from_master() {
                 options.judged_at = Some(integer(value)?);
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
@@ -410,7 +410,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let user = id(user, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
-    let options = DeductOptions::parse(options, master_decided(ctx))?;
+    let options = DeductOptions::parse(options, || master_decided(ctx))?;
     let judge = |item: &SaleItem, judging: Judging| {
         // The window is judged only where this server decides: a replica or
         // an AOF replay applies what its master already accepted.

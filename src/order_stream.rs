@@ -17,10 +17,11 @@ const ERR_STREAM_FULL: &str = "ERR the item's order stream has exhausted the las
 const ERR_STREAM_MIGRATING: &str = "TRYAGAIN the item's order stream is missing while its slot \
      is being migrated; nothing was changed";
 
-/// An entry appended in this step, kept to replicate it.
+/// An entry appended in this step, kept to replicate it: its ID and the
+/// field strings made for the append, replicated as they are.
 struct Appended {
     id: raw::RedisModuleStreamID,
-    fields: Vec<Vec<u8>>,
+    fields: Vec<*mut raw::RedisModuleString>,
 }
 
 pub struct OrderStream {
@@ -173,24 +174,27 @@ impl OrderStream {
         let key = *self.key.get_or_insert_with(|| {
             raw::open_key(ctx, name, raw::KeyMode::READ | raw::KeyMode::WRITE)
         });
-        let at = crate::item_key::now_ms();
-        let fields: Vec<Vec<u8>> = vec![
-            b"event".to_vec(),
-            event.kind.as_bytes().to_vec(),
-            b"item".to_vec(),
-            item.to_vec(),
-            b"user".to_vec(),
-            event.user.to_vec(),
-            b"qty".to_vec(),
-            event.qty.to_string().into_bytes(),
-            b"request".to_vec(),
-            event.request_id.to_vec(),
-            b"at".to_vec(),
-            at.to_string().into_bytes(),
-            b"stock".to_vec(),
-            event.stock.to_string().into_bytes(),
+        let qty = event.qty.to_string();
+        let at = crate::item_key::now_ms().to_string();
+        let stock = event.stock.to_string();
+        let fields: [&[u8]; 14] = [
+            b"event",
+            event.kind.as_bytes(),
+            b"item",
+            item,
+            b"user",
+            event.user,
+            b"qty",
+            qty.as_bytes(),
+            b"request",
+            event.request_id,
+            b"at",
+            at.as_bytes(),
+            b"stock",
+            stock.as_bytes(),
         ];
-        // SAFETY: strings made from live buffers, freed below.
+        // SAFETY: strings made from live buffers; kept until the entry is
+        // replicated or taken back, and freed then.
         let mut strings: Vec<*mut raw::RedisModuleString> = fields
             .iter()
             .map(|field| unsafe { create(ctx, field.as_ptr().cast(), field.len()) })
@@ -206,13 +210,16 @@ impl OrderStream {
                 (strings.len() / 2) as i64,
             )
         };
-        for string in strings {
-            free_string(ctx, string);
-        }
         if added != raw::REDISMODULE_OK as c_int {
+            for string in strings {
+                free_string(ctx, string);
+            }
             return Err(RedisError::Str(ERR_STREAM_FULL));
         }
-        self.appended.push(Appended { id, fields });
+        self.appended.push(Appended {
+            id,
+            fields: strings,
+        });
         Ok(())
     }
 
@@ -221,15 +228,18 @@ impl OrderStream {
         let (Some(key), Some(delete)) = (self.key, redis_api!(RedisModule_StreamDelete)) else {
             return;
         };
-        for mut entry in self.appended.drain(..) {
+        for mut entry in std::mem::take(&mut self.appended) {
             // SAFETY: the key is an open stream holding this entry.
             unsafe { delete(key, &mut entry.id) };
+            for string in entry.fields {
+                free_string(self.ctx, string);
+            }
         }
     }
 
     /// Once the item changed: trims the stream, replicates every entry
     /// with its ID, wakes blocked readers and fires `xadd`.
-    pub fn publish(mut self, ctx: &Context) {
+    pub fn publish(mut self) {
         let Some(key) = self.key else {
             return;
         };
@@ -242,18 +252,46 @@ impl OrderStream {
                 unsafe { trim(key, 0, self.maxlen) };
             }
         }
-        let stream = crate::args::Arg::from_ptr(self.name);
-        let maxlen = self.maxlen.to_string();
+        let Some(replicate) = redis_api!(RedisModule_Replicate) else {
+            return;
+        };
         for entry in std::mem::take(&mut self.appended) {
             let id = format!("{}-{}", entry.id.ms, entry.id.seq);
-            let mut effect: Vec<&[u8]> = Vec::with_capacity(entry.fields.len() + 4);
-            effect.push(stream.as_bytes());
-            if self.maxlen > 0 {
-                effect.extend_from_slice(&[b"MAXLEN".as_slice(), maxlen.as_bytes()]);
+            // The entry's own field strings, as `v` (array and count): no
+            // copy of them is made to replicate it.
+            // SAFETY: live strings and buffers; the formats match the
+            // arguments ('s' string, 'c' C string, 'l' long long, 'b'
+            // buffer and length, 'v' array and count).
+            unsafe {
+                if self.maxlen > 0 {
+                    replicate(
+                        self.ctx,
+                        c"XADD".as_ptr(),
+                        c"sclbv".as_ptr(),
+                        self.name,
+                        c"MAXLEN".as_ptr(),
+                        self.maxlen as std::os::raw::c_longlong,
+                        id.as_ptr(),
+                        id.len(),
+                        entry.fields.as_ptr(),
+                        entry.fields.len(),
+                    );
+                } else {
+                    replicate(
+                        self.ctx,
+                        c"XADD".as_ptr(),
+                        c"sbv".as_ptr(),
+                        self.name,
+                        id.as_ptr(),
+                        id.len(),
+                        entry.fields.as_ptr(),
+                        entry.fields.len(),
+                    );
+                }
             }
-            effect.push(id.as_bytes());
-            effect.extend(entry.fields.iter().map(Vec::as_slice));
-            ctx.replicate("XADD", effect.as_slice());
+            for string in entry.fields {
+                free_string(self.ctx, string);
+            }
             if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
                 // SAFETY: a static event name and a live key name.
                 unsafe {
@@ -275,6 +313,9 @@ impl OrderStream {
 
 impl Drop for OrderStream {
     fn drop(&mut self) {
+        // Entries appended but never published (an error in between) are
+        // taken back; published ones left nothing here.
+        self.roll_back();
         if let Some(key) = self.key {
             raw::close_key(key);
         }

@@ -14,12 +14,15 @@ use contenders::{
 };
 use load::{closed_loop, redis_benchmark, Throughput};
 use redis::Connection;
-use report::{FlashSaleRow, Growth, Lapse, Measurement, Memory, PathReport, Report};
+use report::{
+    FlashSaleRow, Growth, Lapse, Measurement, Memory, PathReport, Report, LAPSE_PING_BOUND,
+};
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Sizes of one run; `SECKILL_BENCH_QUICK=1` shrinks them for a smoke run.
 struct Plan {
@@ -36,6 +39,7 @@ struct Plan {
     memory_buyers: usize,
     growth_calls: usize,
     lapsing_holds: usize,
+    lapsing_items: usize,
 }
 
 impl Plan {
@@ -55,7 +59,8 @@ impl Plan {
             sale_reclicks: 20_000,
             memory_buyers: 100_000,
             growth_calls: 4_000_000 / scale,
-            lapsing_holds: 100_000,
+            lapsing_holds: 200_000,
+            lapsing_items: 1_000,
         }
     }
 }
@@ -289,7 +294,7 @@ fn is_sale(contender: &str, reply: i64) -> bool {
 struct SaleRun {
     throughput: Throughput,
     sold: i64,
-    sold_out_after: Option<std::time::Duration>,
+    sold_out_after: Option<Duration>,
     problems: Vec<String>,
 }
 
@@ -489,7 +494,7 @@ fn postgres_flash_sale(
     FlashSaleRow {
         contender,
         sold,
-        sold_out_after: std::time::Duration::try_from_secs_f64(last_sale - started).ok(),
+        sold_out_after: Duration::try_from_secs_f64(last_sale - started).ok(),
         throughput,
         pipelined: None,
         limit_enforced: false,
@@ -556,23 +561,111 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
     }
 }
 
-/// 100,000 holds on one item lapsing at the same moment: how long the sweep
-/// takes to release them, and the longest a client waits meanwhile.
+/// The order stream every lapsing item writes to: it shares the items' hash
+/// slot through the `{lapse}` tag, as the module requires.
+const LAPSE_STREAM: &str = "{lapse}:orders";
+/// How long after the loading starts the holds fall due.
+const LAPSE_DEADLINE_IN: Duration = Duration::from_millis(3_000);
+/// How long before the deadline the PING client starts.
+const LAPSE_PING_LEAD: Duration = Duration::from_millis(200);
+/// How often the main thread reads the stream's length.
+const LAPSE_POLL: Duration = Duration::from_millis(20);
+/// How long after the deadline the sweep may take before the run gives up.
+const LAPSE_GIVE_UP: Duration = Duration::from_secs(30);
+
+/// A stream entry ID's milliseconds (`1700000000000-3` gives 1700000000000).
+fn entry_ms(id: &str) -> Option<i64> {
+    id.split('-').next()?.parse().ok()
+}
+
+/// Signed milliseconds from `deadline` to `at`.
+fn ms_after(at: Instant, deadline: Instant) -> f64 {
+    match at.checked_duration_since(deadline) {
+        Some(after) => after.as_secs_f64() * 1000.0,
+        None => -(deadline.duration_since(at).as_secs_f64() * 1000.0),
+    }
+}
+
+/// What the PING client saw while holds lapsed.
+struct Pings {
+    longest: Duration,
+    longest_sent: Instant,
+    /// The longest of those sent before the deadline, with no sweep running
+    /// yet: the machine's own noise, for reference.
+    longest_before: Duration,
+    count: usize,
+    /// Those that took `LAPSE_PING_BOUND` or longer.
+    slow: usize,
+}
+
+/// Sends PING one at a time, from `LAPSE_PING_LEAD` before `deadline`
+/// until `stop`, and keeps the longest round trips.
+fn ping_loop(url: &str, deadline: Instant, stop: &AtomicBool) -> Pings {
+    let mut con = redis::Client::open(url)
+        .and_then(|client| client.get_connection())
+        .expect("connect");
+    let start_at = deadline.checked_sub(LAPSE_PING_LEAD).unwrap_or(deadline);
+    std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
+    let mut pings = Pings {
+        longest: Duration::ZERO,
+        longest_sent: start_at,
+        longest_before: Duration::ZERO,
+        count: 0,
+        slow: 0,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let sent = Instant::now();
+        let _: String = ok(&mut con, &["PING"]);
+        let took = sent.elapsed();
+        if took > pings.longest {
+            (pings.longest, pings.longest_sent) = (took, sent);
+        }
+        if sent < deadline {
+            pings.longest_before = pings.longest_before.max(took);
+        }
+        pings.count += 1;
+        pings.slow += usize::from(took >= LAPSE_PING_BOUND);
+    }
+    pings
+}
+
+/// `lapsing_holds` holds spread evenly over `lapsing_items` items, all due
+/// at the same moment and released by the module's sweep with nobody
+/// writing to the items: how long until the last one is released, and the
+/// longest PING meanwhile.
+///
+/// Reads report a lapsed hold as released before the sweep gets to it, so
+/// they cannot tell when the sweep is done. Every item therefore writes to
+/// one order stream, which gets a `hold` entry per hold and an `expire`
+/// entry per release: the sweep is done when it holds two entries per hold.
 fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
+    let (holds, items) = (plan.lapsing_holds, plan.lapsing_items);
+    let item = |i: usize| format!("{{lapse}}:{i}");
     ok::<String>(con, &["FLUSHALL"]);
-    ok::<String>(con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
-    ok::<i64>(con, &["SECKILL.INIT", "lapse", "1000000000"]);
+    let mut pipe = redis::pipe();
+    for i in 0..items {
+        pipe.cmd("SECKILL.INIT")
+            .arg(item(i))
+            .arg(1_000_000)
+            .arg("STREAM")
+            .arg(LAPSE_STREAM)
+            .ignore();
+    }
+    pipe.query::<()>(con).expect("lapsing items");
+
     let time: Vec<i64> = ok(con, &["TIME"]);
-    let server_now = time[0] * 1000 + time[1] / 1000;
-    let deadline_in = std::time::Duration::from_millis(3_000);
-    let local_deadline = Instant::now() + deadline_in;
-    let deadline = (server_now + deadline_in.as_millis() as i64).to_string();
-    println!("  {} holds due at the same moment", plan.lapsing_holds);
-    for batch in (0..plan.lapsing_holds).collect::<Vec<_>>().chunks(1000) {
+    let local_deadline = Instant::now() + LAPSE_DEADLINE_IN;
+    let deadline_ms = time[0] * 1000 + time[1] / 1000 + LAPSE_DEADLINE_IN.as_millis() as i64;
+    let deadline = deadline_ms.to_string();
+    println!(
+        "  {holds} holds over {items} items, due {} s from now",
+        LAPSE_DEADLINE_IN.as_secs()
+    );
+    for batch in (0..holds).collect::<Vec<_>>().chunks(1000) {
         let mut pipe = redis::pipe();
         for n in batch {
             pipe.cmd("SECKILL.DEDUCT")
-                .arg("lapse")
+                .arg(item(n % items))
                 .arg(format!("user:{n}"))
                 .arg(1)
                 .arg("ID")
@@ -583,48 +676,98 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
         }
         pipe.query::<()>(con).expect("holds");
     }
-    let mut listener = server.client();
-    let mut pubsub = listener.as_pubsub();
-    pubsub
-        .subscribe("__keyevent@0__:seckill.expire")
-        .expect("subscribe");
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .expect("timeout");
-    // A client reading all along, to see whether the sweep stalls anyone.
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let reader = {
-        let (stop, url) = (Arc::clone(&stop), server.url());
-        std::thread::spawn(move || {
-            let mut con = redis::Client::open(url)
-                .and_then(|client| client.get_connection())
-                .expect("connect");
-            let mut longest = std::time::Duration::ZERO;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let sent = Instant::now();
-                let _: i64 = ok(&mut con, &["SECKILL.GET", "lapse"]);
-                longest = longest.max(sent.elapsed());
-            }
-            longest
-        })
-    };
-    // Each step of the sweep releases at most 2,000 holds (the module's
-    // RELEASES_PER_STEP) and fires one event.
-    let steps = plan.lapsing_holds.div_ceil(2_000);
-    for _ in 0..steps {
-        pubsub.get_message().expect("a seckill.expire event");
+    let mut problems = Vec::new();
+    let loaded = Instant::now();
+    println!(
+        "  taken in {:.0} ms; PING from {} ms before the deadline",
+        ms_after(loaded, local_deadline) + LAPSE_DEADLINE_IN.as_secs_f64() * 1000.0,
+        LAPSE_PING_LEAD.as_millis()
+    );
+    // The PING client's time before the deadline must be quiet, and no hold
+    // may lapse before all are taken.
+    if loaded + LAPSE_PING_LEAD > local_deadline {
+        let after = ms_after(loaded, local_deadline);
+        problems.push(if after < 0.0 {
+            format!(
+                "taking the holds ended only {:.0} ms before the deadline",
+                -after
+            )
+        } else {
+            format!("taking the holds ended {after:.0} ms after the deadline")
+        });
     }
-    let done = Instant::now();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let longest_read = reader.join().expect("reader");
-    let expired = info_field(con, "lapse", "expired");
+    let taken: usize = ok(con, &["XLEN", LAPSE_STREAM]);
+    if taken != holds {
+        problems.push(format!("{taken} `hold` entries for {holds} holds"));
+    }
+
+    // One client sending PING one at a time, from a little before the
+    // deadline until the main thread sees every hold released.
+    let stop = Arc::new(AtomicBool::new(false));
+    let pinger = {
+        let (stop, url) = (Arc::clone(&stop), server.url());
+        std::thread::spawn(move || ping_loop(&url, local_deadline, &stop))
+    };
+
+    std::thread::sleep(local_deadline.saturating_duration_since(Instant::now()));
+    let entries = 2 * holds;
+    let mut seen = None;
+    let mut length: usize;
+    loop {
+        length = ok(con, &["XLEN", LAPSE_STREAM]);
+        let now = Instant::now();
+        if length >= entries {
+            seen = Some(now);
+            break;
+        }
+        if now > local_deadline + LAPSE_GIVE_UP {
+            break;
+        }
+        std::thread::sleep(LAPSE_POLL);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let pings = pinger.join().expect("PING client");
+    let released = length.saturating_sub(taken);
+    if seen.is_none() {
+        problems.push(format!(
+            "{released} of {holds} released {} s after the deadline",
+            LAPSE_GIVE_UP.as_secs()
+        ));
+    } else if length != entries {
+        problems.push(format!("{length} stream entries for {holds} holds"));
+    }
+
+    // The last release's own time, on the server's clock: the ID of the
+    // last entry, which is an `expire` one.
+    let last: Vec<(String, Vec<String>)> =
+        ok(con, &["XREVRANGE", LAPSE_STREAM, "+", "-", "COUNT", "1"]);
+    let last_release_ms = last.first().and_then(|(id, fields)| {
+        let is_release = fields
+            .windows(2)
+            .any(|pair| pair[0] == "event" && pair[1] == "expire");
+        is_release.then(|| entry_ms(id)).flatten()
+    });
+    if seen.is_some() && last_release_ms.is_none() {
+        problems.push("the stream's last entry is not an `expire` one".to_owned());
+    }
+    let released_after = seen
+        .and(last_release_ms)
+        .map(|ms| Duration::from_millis(u64::try_from(ms - deadline_ms).unwrap_or(0)));
     ok::<String>(con, &["FLUSHALL"]);
     Lapse {
-        holds: plan.lapsing_holds,
-        steps,
-        released_after: done.saturating_duration_since(local_deadline),
-        longest_read,
-        expired,
+        holds,
+        items,
+        released_after,
+        seen_after: seen.map(|at| at.saturating_duration_since(local_deadline)),
+        released,
+        longest_ping: pings.longest,
+        longest_ping_at_ms: ms_after(pings.longest_sent, local_deadline),
+        longest_ping_before: pings.longest_before,
+        pings: pings.count,
+        slow_pings: pings.slow,
+        ping_lead: LAPSE_PING_LEAD,
+        poll: LAPSE_POLL,
+        problems,
     }
 }
 
@@ -657,8 +800,21 @@ fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
     }
 }
 
+/// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone and prints its table
+/// instead of rewriting BENCHMARKS.md and the chart. It is the only section
+/// that can run alone; any other value is refused.
+fn only_section() -> Option<String> {
+    let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
+    if section != "lapse" {
+        eprintln!("SECKILL_BENCH_ONLY={section}: only `lapse` can run alone");
+        std::process::exit(2);
+    }
+    Some(section)
+}
+
 fn main() {
     let plan = Plan::from_env();
+    let only = only_section();
     let started = Instant::now();
     let server = Server::start_with(&["--appendonly", "no"]);
     let mut con = server.client();
@@ -667,6 +823,12 @@ fn main() {
         "seckill bench: redis-server {version} on port {}",
         server.port
     );
+    if only.is_some() {
+        println!("(f) holds lapsing, alone (BENCHMARKS.md is left as it is)");
+        let lapse = lapse(&server, &mut con, &plan);
+        println!("\n{}", lapse.markdown());
+        return;
+    }
 
     println!("starting a throw-away PostgreSQL cluster");
     let postgres = Postgres::start();
