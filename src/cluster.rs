@@ -2,7 +2,7 @@
 //! API does not tell: whether a slot is moving between nodes.
 
 use crate::hash_slot::key_slot;
-use redis_module::{raw, Context, RedisValue};
+use redis_module::{raw, Context};
 
 /// True if this node runs in cluster mode and the slot of `key` is being
 /// migrated away or imported here (`CLUSTER SETSLOT ... MIGRATING` or
@@ -16,10 +16,8 @@ pub fn slot_is_moving(ctx: &Context, key: &[u8]) -> bool {
     if !in_cluster {
         return false;
     }
-    let nodes = match ctx.call("CLUSTER", &["NODES"]) {
-        Ok(RedisValue::SimpleString(text)) | Ok(RedisValue::BulkString(text)) => text,
-        Ok(RedisValue::StringBuffer(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-        _ => return false,
+    let Some(nodes) = crate::call::string(ctx, "CLUSTER", &[b"NODES"]) else {
+        return false;
     };
     let slot = key_slot(key).to_string();
     let migrating = format!("[{slot}->-");

@@ -535,7 +535,7 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         ctx,
         name,
         |item, judging| {
-            Ok(match item.judge_release(&request_ids) {
+            Ok(match item.judge_release(&request_ids, lapses(judging)) {
                 Verdict::Answer(released) => Err(RedisValue::Integer(released)),
                 Verdict::Change(change) => Ok(verbatim(change, c"seckill.expire", judging)),
             })

@@ -15,6 +15,7 @@ macro_rules! redis_api {
 }
 
 mod args;
+mod call;
 mod cluster;
 mod commands;
 pub mod hash_slot;
@@ -210,18 +211,13 @@ fn subscribe_to_events(ctx: &Context) {
 /// An evicted item loses its ledger: its limits and request ids reset when
 /// the application creates it again. Says so when the server could evict.
 fn warn_if_items_can_be_evicted(ctx: &Context) {
-    let Ok(redis_module::RedisValue::Array(reply)) =
-        ctx.call("CONFIG", &["GET", "maxmemory-policy"])
-    else {
+    let Some(policy) = call::field(
+        ctx,
+        "CONFIG",
+        &[b"GET", b"maxmemory-policy"],
+        "maxmemory-policy",
+    ) else {
         return;
-    };
-    let policy = match reply.get(1) {
-        Some(redis_module::RedisValue::SimpleString(text))
-        | Some(redis_module::RedisValue::BulkString(text)) => text.clone(),
-        Some(redis_module::RedisValue::StringBuffer(bytes)) => {
-            String::from_utf8_lossy(bytes).into_owned()
-        }
-        _ => return,
     };
     if policy.starts_with("allkeys-") {
         ctx.log_warning(&format!(
@@ -257,9 +253,14 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
     }
     // Loaders report short reads instead of making Redis abort, which is
     // also what lets a replica load a full sync without a temporary file.
+    // Keys are signalled as modified by the write pipeline alone: closing a
+    // key opened for writing (an order stream that refused an entry) must
+    // not abort a WATCH when nothing changed.
     if let Some(set_options) = redis_api!(RedisModule_SetModuleOptions) {
+        let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
         // SAFETY: called from the module's init with its own context.
-        unsafe { set_options(ctx.ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+        unsafe { set_options(ctx.ctx, options as c_int) };
     }
     subscribe_to_events(ctx);
     warn_if_items_can_be_evicted(ctx);

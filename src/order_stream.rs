@@ -153,6 +153,36 @@ impl OrderStream {
         }
     }
 
+    /// Checks, before anything is appended, that the stream has IDs left
+    /// for `entries` more: once one entry is in, taking it back would not
+    /// take back the stream's last ID. IDs run out only when the last one
+    /// reached the largest millisecond, which only an explicit `XADD` does.
+    pub fn check_room(&self, ctx: &Context, entries: usize) -> Result<(), RedisError> {
+        if entries <= 1 {
+            // A single append that fails leaves the stream as it was.
+            return Ok(());
+        }
+        let stream = crate::args::Arg::from_ptr(self.name);
+        // A missing stream has every ID left.
+        let last_id = crate::call::field(
+            ctx,
+            "XINFO",
+            &[b"STREAM", stream.as_bytes()],
+            "last-generated-id",
+        );
+        let Some((ms, seq)) = last_id.as_deref().and_then(|id| id.split_once('-')) else {
+            return Ok(());
+        };
+        let (Ok(ms), Ok(seq)) = (ms.parse::<u64>(), seq.parse::<u64>()) else {
+            return Ok(());
+        };
+        if ms < u64::MAX || u64::MAX - seq >= entries as u64 {
+            Ok(())
+        } else {
+            Err(RedisError::Str(ERR_STREAM_FULL))
+        }
+    }
+
     /// Appends `event` with an ID the server picks. On failure every entry
     /// this step appended is taken back, and the write must be refused.
     pub fn append(&mut self, item: &[u8], event: &EventView) -> Result<(), RedisError> {
@@ -303,6 +333,10 @@ impl OrderStream {
                     )
                 };
             }
+        }
+        if let Some(signal) = redis_api!(RedisModule_SignalModifiedKey) {
+            // SAFETY: both pointers are valid for the call.
+            unsafe { signal(self.ctx, self.name) };
         }
         if let Some(signal_ready) = redis_api!(RedisModule_SignalKeyAsReady) {
             // SAFETY: both pointers are valid for the call.

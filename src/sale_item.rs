@@ -365,7 +365,7 @@ impl SaleItem {
     /// replay does when its master released them. Returns those that were
     /// still pending.
     pub fn release(&mut self, request_ids: &[&[u8]]) -> Vec<Lapsed> {
-        match self.judge_release(request_ids) {
+        match self.judge_release(request_ids, None) {
             Verdict::Answer(_) => Vec::new(),
             Verdict::Change(Change::Release(holds)) => {
                 let lapsed = holds.iter().map(|hold| self.lapsed(*hold)).collect();

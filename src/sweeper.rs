@@ -106,6 +106,11 @@ pub fn forget(item: &SaleItem) {
     let mut registry = registry();
     if let Some(home) = registry.homes.remove(&id) {
         registry.due.remove(&(home.due, id));
+        // A table sized for a past peak would hold its memory for good.
+        let (len, capacity) = (registry.homes.len(), registry.homes.capacity());
+        if capacity > 64 && len < capacity / 4 {
+            registry.homes.shrink_to(len * 2);
+        }
     }
 }
 
@@ -190,12 +195,17 @@ extern "C" fn tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
 }
 
 /// A replica waits for its master's releases; a loading server has none to
-/// make yet.
+/// make yet; and while clients are paused (`CLIENT PAUSE`, `FAILOVER`, a
+/// cluster manual failover) nothing may be replicated, so releases wait, as
+/// Redis's own key expiry does.
 fn decides_releases(ctx: &Context) -> bool {
     let waits = raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING;
     // SAFETY: the context is valid for the duration of the call.
-    redis_api!(RedisModule_GetContextFlags)
-        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & waits == 0)
+    let decides = redis_api!(RedisModule_GetContextFlags)
+        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & waits == 0);
+    // SAFETY: takes no arguments.
+    let paused = redis_api!(RedisModule_AvoidReplicaTraffic).is_some_and(|f| unsafe { f() } != 0);
+    decides && !paused
 }
 
 /// Releases due holds until the step's time is up; true if some may remain.

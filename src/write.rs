@@ -126,6 +126,7 @@ fn commit(
                 None
             } else {
                 let mut stream = OrderStream::open(ctx, outbox)?;
+                stream.check_room(ctx, events.len())?;
                 for event in &events {
                     stream.append(name.as_bytes(), event)?;
                 }

@@ -977,3 +977,133 @@ fn a_user_without_access_to_the_stream_key_cannot_declare_it() {
     assert_eq!(dump(&mut admin, "{k}"), before);
     assert_eq!(ok::<i64>(&mut admin, &["EXISTS", "{k}:o"]), 0);
 }
+
+// --- Found by attacking the fixes ------------------------------------------
+
+/// A hold lapsing while clients are paused (CLIENT PAUSE, FAILOVER) is
+/// released once the pause ends: replicating during a pause would make
+/// Redis abort.
+#[test]
+fn a_hold_lapsing_during_client_pause_waits_for_the_pause_to_end() {
+    let server = Server::start_with(&["--appendonly", "yes"]);
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{p}", "10", "STREAM", "{p}:o"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    place_holds(&mut con, "{p}", 1, None, deadline);
+    ok::<String>(&mut con, &["CLIENT", "PAUSE", "1500", "WRITE"]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(ok::<String>(&mut con, &["PING"]), "PONG");
+    assert_eq!(
+        ok::<i64>(&mut con, &["XLEN", "{p}:o"]),
+        1,
+        "nothing released while paused"
+    );
+    ok::<String>(&mut con, &["CLIENT", "UNPAUSE"]);
+    wait_until("the release after the pause", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{p}:o"]) == 2
+    });
+    assert!(server.is_running());
+}
+
+/// RELEASE of a hold that lapsed but is not released yet finds it released
+/// already, as reads report it: one `expire` entry per hold, never two.
+#[test]
+fn releasing_a_lapsed_hold_by_id_writes_no_second_expire_event() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{r}", "10", "STREAM", "{r}:o"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "{r}", 2, None, deadline);
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[strings(&["SECKILL.RELEASE", "{r}", "h0"])],
+    );
+    assert_eq!(
+        replies[0],
+        Value::Int(0),
+        "a lapsed hold is released already"
+    );
+    wait_until("both releases", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{r}:o"]) >= 4
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let entries: Vec<(String, Vec<(String, String)>)> =
+        ok(&mut con, &["XRANGE", "{r}:o", "-", "+"]);
+    let expires: Vec<&String> = entries
+        .iter()
+        .flat_map(|(_, fields)| fields.iter())
+        .filter(|(field, _)| field == "request")
+        .map(|(_, value)| value)
+        .collect();
+    assert_eq!(expires, ["h0", "h1", "h0", "h1"], "{entries:?}");
+}
+
+/// A write whose events do not all fit in the stream's last IDs is refused
+/// before it appends any: the stream's last ID and its count of entries
+/// ever added stay as they were.
+#[test]
+fn a_write_with_two_events_and_one_id_left_leaves_the_stream_untouched() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{z}", "10", "STREAM", "{z}:o"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "{z}", 1, None, deadline);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{z}:o",
+            "18446744073709551615-18446744073709551614",
+            "f",
+            "v",
+        ],
+    );
+    let stream_before = dump(&mut con, "{z}:o");
+    let item_before = dump(&mut con, "{z}");
+    // The dumps go in the same pipeline: the timer may release the hold
+    // (one entry, which fits) as soon as the pipeline is done.
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[
+            strings(&["SECKILL.DEDUCT", "{z}", "buyer", "1", "ID", "b"]),
+            strings(&["DUMP", "{z}:o"]),
+            strings(&["DUMP", "{z}"]),
+        ],
+    );
+    let refused = error_line(&replies[0], "a sale needing two entries");
+    assert!(refused.starts_with("ERR"), "{refused}");
+    assert_eq!(replies[1], stream_before);
+    assert_eq!(replies[2], item_before);
+}
+
+/// A refused sale leaves a WATCH on its order stream alone.
+#[test]
+fn a_sale_refused_by_a_full_stream_leaves_a_watch_on_the_stream_alone() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{w}", "10", "STREAM", "{w}:o"]);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{w}:o",
+            "18446744073709551615-18446744073709551615",
+            "f",
+            "v",
+        ],
+    );
+    let mut watcher = server.client();
+    ok::<String>(&mut watcher, &["WATCH", "{w}:o"]);
+    let refused = error(&mut con, &["SECKILL.DEDUCT", "{w}", "u", "1"]);
+    assert!(refused.starts_with("ERR"), "{refused}");
+    let (exec,): (Value,) = redis::pipe()
+        .atomic()
+        .cmd("PING")
+        .ignore()
+        .query(&mut watcher)
+        .map(|()| (Value::Okay,))
+        .unwrap_or((Value::Nil,));
+    assert_eq!(exec, Value::Okay, "EXEC was aborted");
+}

@@ -310,3 +310,48 @@ fn far_deadlines_on_a_long_key_name_leave_no_memory_behind_after_flushall() {
         "100k far holds then FLUSHALL",
     );
 }
+
+/// The sweep keeps one registry entry per item with pending holds: 100,000
+/// such items, flushed, leave no table sized for them behind.
+#[test]
+fn many_items_with_one_hold_each_leave_no_memory_behind_after_flushall() {
+    const MANY: usize = 100_000;
+    let (master, replica) = master_and_replica();
+    let mut con = master.client();
+    let mut replica_con = replica.client();
+    let (master_baseline, replica_baseline) =
+        (used_memory(&mut con), used_memory(&mut replica_con));
+    pipelined(
+        &mut con,
+        MANY,
+        |n| {
+            let mut cmd = redis::cmd("SECKILL.INIT");
+            cmd.arg(format!("one:{n}")).arg(1);
+            cmd
+        },
+        |reply| *reply == redis::Value::Int(1),
+    );
+    pipelined(
+        &mut con,
+        MANY,
+        |n| {
+            let mut cmd = redis::cmd("SECKILL.DEDUCT");
+            cmd.arg(format!("one:{n}"))
+                .arg("user")
+                .arg(1)
+                .arg("ID")
+                .arg("r")
+                .arg("HOLD")
+                .arg(600);
+            cmd
+        },
+        |reply| *reply == redis::Value::Int(0),
+    );
+    ok::<String>(&mut con, &["FLUSHALL"]);
+    wait_for_replica(&mut con);
+    assert_memory_returns(
+        (&mut con, master_baseline),
+        (&mut replica_con, replica_baseline),
+        "100,000 items with a hold, then FLUSHALL",
+    );
+}

@@ -262,15 +262,18 @@ impl SaleItem {
         }))
     }
 
-    /// Judges a RELEASE of the named holds, whatever their deadline.
+    /// Judges a RELEASE of the named holds, whatever their deadline. A hold
+    /// lapsed at `at` counts as released already, as reads report it.
     /// Answers 0 when none of them is pending.
-    pub fn judge_release(&self, request_ids: &[&[u8]]) -> Verdict<'static, i64> {
+    pub fn judge_release(&self, request_ids: &[&[u8]], at: LapseMoment) -> Verdict<'static, i64> {
         let mut holds: Vec<HoldRef> = Vec::new();
         for id in request_ids {
             if let Lookup::Found(handle) = self.ledger.find_request(id) {
                 let request = self.ledger.request(handle);
                 let hold = (request.deadline, handle);
-                if request.state == RequestState::Held && !holds.contains(&hold) {
+                let pending =
+                    request.state == RequestState::Held && !Self::is_lapsed(request.deadline, at);
+                if pending && !holds.contains(&hold) {
                     holds.push(hold);
                 }
             }
