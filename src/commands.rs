@@ -16,7 +16,8 @@ use crate::sweeper;
 use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_long};
+use std::os::raw::{c_char, c_int, c_long};
+use std::sync::Mutex;
 
 // Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
 // numbers follow the Lua scripts these commands replace (see README).
@@ -735,8 +736,19 @@ fn reply_with_bytes(ctx: &Context, bytes: &[u8]) {
     raw::reply_with_string_buffer(ctx.get_raw(), bytes.as_ptr().cast::<c_char>(), bytes.len());
 }
 
+/// Items a chunked rebuild left waiting for records, as (database, key):
+/// checked when loading ends, in case the AOF stopped short.
+static PARTLY_LOADED: Mutex<Vec<(c_int, Vec<u8>)>> = Mutex::new(Vec::new());
+
+fn partly_loaded() -> std::sync::MutexGuard<'static, Vec<(c_int, Vec<u8>)>> {
+    PARTLY_LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
-/// rewrite emits. A header chunk replaces the item; record chunks extend it.
+/// rewrite emits. A header chunk replaces the item; record chunks extend it,
+/// and once the header's records are all in the whole item is checked.
 /// Only the AOF (while loading) and the master may send it: from a client
 /// it would let anyone write any bookkeeping into a live item.
 pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
@@ -750,18 +762,29 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
     let bad_chunk =
         |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
     if is_header(payload) {
-        let (item, _) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
+        let (mut item, expected) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
+        item.begin_chunked_load(expected).map_err(bad_chunk)?;
+        let partly_loaded_item = item.is_partly_loaded();
         let mut key = ItemKey::open_write(ctx, name);
         key.item()?;
         if !key.store(item) {
             return Err(RedisError::Str(ERR_STORE));
+        }
+        if partly_loaded_item {
+            partly_loaded().push((sweeper::selected_db(ctx), name.as_bytes().to_vec()));
         }
     } else {
         let mut key = ItemKey::open_read(ctx, name);
         let item = key
             .item_mut()?
             .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
-        item.load_chunk(payload).map_err(bad_chunk)?;
+        if let Err(error) = item.load_next_chunk(payload) {
+            // Records that disagree with their item: the item cannot be
+            // trusted, and saved it would make the next load fail.
+            drop(key);
+            discard_item(ctx, name, error.0);
+            return Err(bad_chunk(error));
+        }
         if let Some(deadline) = item.next_deadline() {
             sweeper::watch(item, sweeper::selected_db(ctx), name.as_bytes(), deadline);
         }
@@ -773,4 +796,59 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     publish(ctx, name, &published);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Deletes the item at `name`, rebuilt from chunks that do not add up.
+fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
+    let mut key = ItemKey::open_write(ctx, name);
+    key.delete();
+    let key_name = String::from_utf8_lossy(name.as_bytes());
+    ctx.log_warning(&format!(
+        "seckill: dropped the sale item at '{key_name}' rebuilt from SECKILL.LOADCHUNK: {reason}"
+    ));
+}
+
+/// When loading ends: items whose chunks stopped short keep the records
+/// that came if those agree with the item's counters, and are dropped
+/// otherwise.
+pub extern "C" fn on_loading_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut std::os::raw::c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_LOADING_ENDED
+        && subevent != raw::REDISMODULE_SUBEVENT_LOADING_FAILED
+    {
+        return;
+    }
+    let pending = std::mem::take(&mut *partly_loaded());
+    let (Some(select_db), Some(create_string), Some(free_string)) = (
+        redis_api!(RedisModule_SelectDb),
+        redis_api!(RedisModule_CreateString),
+        redis_api!(RedisModule_FreeString),
+    ) else {
+        return;
+    };
+    let context = Context::new(ctx);
+    for (db, key) in pending {
+        // SAFETY: the event context may select any database; the string is
+        // made from a live buffer and freed below.
+        let name = unsafe {
+            select_db(ctx, db);
+            create_string(ctx, key.as_ptr().cast(), key.len())
+        };
+        let name = Arg::from_ptr(name);
+        let mut item_key = ItemKey::open_read(&context, &name);
+        let outcome = match item_key.item_mut() {
+            Ok(Some(item)) if item.is_partly_loaded() => item.end_partial_load(),
+            _ => Ok(()),
+        };
+        drop(item_key);
+        if let Err(DecodeError(reason)) = outcome {
+            discard_item(&context, &name, reason);
+        }
+        // SAFETY: created above, not used after this.
+        unsafe { free_string(ctx, name.as_ptr()) };
+    }
 }

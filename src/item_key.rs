@@ -113,6 +113,16 @@ impl ItemKey {
     }
 }
 
+impl ItemKey {
+    /// Deletes the key (opened with `open_write`).
+    pub fn delete(&mut self) -> bool {
+        redis_api!(RedisModule_DeleteKey).is_some_and(|f| {
+            // SAFETY: the key is open for writing.
+            unsafe { f(self.key) == raw::REDISMODULE_OK as i32 }
+        })
+    }
+}
+
 impl Drop for ItemKey {
     fn drop(&mut self) {
         raw::close_key(self.key);

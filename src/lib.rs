@@ -203,8 +203,15 @@ fn subscribe_to_events(ctx: &Context) {
             id: raw::REDISMODULE_EVENT_SWAPDB,
             dataver: 1,
         };
-        // SAFETY: a callback with the RedisModuleEventCallback signature.
-        unsafe { subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db)) };
+        let loading = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_LOADING,
+            dataver: 1,
+        };
+        // SAFETY: callbacks with the RedisModuleEventCallback signature.
+        unsafe {
+            subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db));
+            subscribe(ctx.ctx, loading, Some(commands::on_loading_event));
+        }
     }
 }
 
@@ -253,11 +260,15 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
     }
     // Loaders report short reads instead of making Redis abort, which is
     // also what lets a replica load a full sync without a temporary file.
+    // Items load safely into the temporary database of an async
+    // (`repl-diskless-load swapdb`) load: they are owned by their key, and
+    // the sweep's registry follows the key they end at.
     // Keys are signalled as modified by the write pipeline alone: closing a
     // key opened for writing (an order stream that refused an entry) must
     // not abort a WATCH when nothing changed.
     if let Some(set_options) = redis_api!(RedisModule_SetModuleOptions) {
         let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+            | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD
             | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
         // SAFETY: called from the module's init with its own context.
         unsafe { set_options(ctx.ctx, options as c_int) };

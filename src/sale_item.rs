@@ -211,6 +211,9 @@ pub struct SaleItem {
     outbox: Option<Outbox>,
     /// What every buyer holds, and every purchase made with a request id.
     ledger: Ledger,
+    /// While the item is rebuilt chunk by chunk (SECKILL.LOADCHUNK): the
+    /// records its header announced, checked once they are all in.
+    chunks_due: Option<codec::Expected>,
 }
 
 impl SaleItem {
@@ -238,6 +241,7 @@ impl SaleItem {
             window: Window::default(),
             outbox: None,
             ledger: Ledger::default(),
+            chunks_due: None,
         }
     }
 

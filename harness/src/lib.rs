@@ -343,3 +343,116 @@ pub fn total_command_usec(con: &mut Connection) -> f64 {
         .filter_map(|usec| usec.parse::<f64>().ok())
         .sum()
 }
+
+/// Why a server started with `Server::try_start_with_files` did not come up:
+/// how it exited, and its log.
+#[derive(Debug)]
+pub struct StartFailure {
+    pub status: std::process::ExitStatus,
+    pub log: String,
+}
+
+impl StartFailure {
+    /// True when the server died of a signal or reported a crash, rather
+    /// than refusing to start with an exit code.
+    pub fn crashed(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal().is_some()
+            || self.log.contains("crashed by signal")
+            || self.log.contains("Guru Meditation")
+            || self.log.contains("BUG REPORT")
+    }
+}
+
+impl Server {
+    /// Like `start_with_files`, for files the server may refuse: a server
+    /// that exits at start is reported with its exit status and log instead
+    /// of failing the test.
+    pub fn try_start_with_files(
+        files: &[(&str, &[u8])],
+        args: &[&str],
+    ) -> Result<Server, StartFailure> {
+        let dir = tempfile::Builder::new()
+            .prefix("seckill-test-")
+            .tempdir()
+            .expect("cannot create a temp dir");
+        for (name, content) in files {
+            fs::write(dir.path().join(name), content).expect("cannot write a file for the server");
+        }
+        let mut server = Server {
+            child: None,
+            port: 0,
+            dir,
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+        };
+        server.try_launch()?;
+        Ok(server)
+    }
+
+    /// `launch`, returning how the server exited instead of panicking when
+    /// it exits at start for another reason than a taken port.
+    fn try_launch(&mut self) -> Result<(), StartFailure> {
+        for _ in 0..5 {
+            self.port = free_port();
+            let mut child = Command::new(server_binary())
+                .current_dir(self.dir.path())
+                .args(["--port", &self.port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .args(["--dir", &self.dir.path().display().to_string()])
+                .args(["--logfile", &self.log_path().display().to_string()])
+                .args(["--save", ""])
+                .args(["--enable-debug-command", "yes"])
+                .args(["--loadmodule", &module_path().display().to_string()])
+                .args(&self.args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot start {}: {err}", server_binary()));
+            let deadline = Instant::now() + START_DEADLINE;
+            let status = loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    break status;
+                }
+                if self.try_ping() {
+                    self.child = Some(child);
+                    return Ok(());
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "server did not answer within {START_DEADLINE:?}\n{}",
+                        self.log()
+                    );
+                }
+                sleep(Duration::from_millis(10));
+            };
+            let log = self.log();
+            if !log.contains("Address already in use") {
+                return Err(StartFailure { status, log });
+            }
+            // The log of the failed attempt would be read as this one's.
+            let _ = fs::remove_file(self.log_path());
+        }
+        panic!("no free port after several attempts");
+    }
+
+    /// A replica of `master` started with extra `redis-server` flags (e.g.
+    /// `["--repl-diskless-load", "swapdb"]`), returned once its link is up.
+    pub fn start_replica_of_with(master: &Server, args: &[&str]) -> Server {
+        // Full syncs start at once instead of waiting for more replicas.
+        ok::<String>(
+            &mut master.client(),
+            &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+        );
+        let port = master.port.to_string();
+        let mut all = vec!["--replicaof", "127.0.0.1", &port];
+        all.extend_from_slice(args);
+        let replica = Server::start_with(&all);
+        let mut con = replica.client();
+        wait_until("the replica to sync", START_DEADLINE, || {
+            server_info(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+        });
+        replica
+    }
+}

@@ -1,4 +1,4 @@
-use super::codec::{is_header, DecodeError};
+use super::codec::{is_header, DecodeError, Expected};
 use super::*;
 use proptest::prelude::*;
 
@@ -1012,4 +1012,93 @@ proptest! {
             check_invariants(&item);
         }
     }
+}
+
+// --- Rebuilding an item chunk by chunk (SECKILL.LOADCHUNK) -----------------
+
+fn chunks_of(item: &SaleItem) -> Vec<Vec<u8>> {
+    let mut chunks = Vec::new();
+    item.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
+    chunks
+}
+
+#[test]
+fn a_chunked_rebuild_checks_the_item_once_its_records_are_in() {
+    let mut original = limited(3_000, 2);
+    for n in 0..2_500 {
+        let (user, id) = (format!("u{n}"), format!("r{n}"));
+        original
+            .deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None)
+            .unwrap();
+    }
+    let chunks = chunks_of(&original);
+    assert!(chunks.len() > 3, "several record chunks");
+    let (mut rebuilt, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
+    rebuilt.begin_chunked_load(expected).unwrap();
+    for chunk in &chunks[1..] {
+        assert!(rebuilt.is_partly_loaded());
+        rebuilt.load_next_chunk(chunk).unwrap();
+    }
+    assert!(!rebuilt.is_partly_loaded());
+    assert_eq!(rebuilt, original);
+    assert_eq!(
+        rebuilt.load_next_chunk(&chunks[1]),
+        Err(DecodeError("no records are due for this item")),
+        "records beyond the header's are refused"
+    );
+}
+
+#[test]
+fn a_chunked_rebuild_refuses_records_the_header_did_not_announce() {
+    let mut original = limited(10, 0);
+    original.deduct(b"a", 1, None, NOW, None).unwrap();
+    original.deduct(b"b", 2, None, NOW, None).unwrap();
+    let chunks = chunks_of(&original);
+    let mut other = limited(10, 0);
+    other.deduct(b"c", 1, None, NOW, None).unwrap();
+    let extra = chunks_of(&other);
+    let (mut rebuilt, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
+    rebuilt.begin_chunked_load(expected).unwrap();
+    assert!(
+        rebuilt.load_next_chunk(&extra[1]).is_ok(),
+        "one of two buyers"
+    );
+    assert!(rebuilt.is_partly_loaded());
+    assert!(
+        rebuilt.load_next_chunk(&chunks[1]).is_err(),
+        "three buyers where two were announced"
+    );
+}
+
+#[test]
+fn a_rebuild_cut_short_keeps_only_records_that_agree_with_the_counters() {
+    let mut original = limited(10, 0);
+    original.deduct(b"a", 3, None, NOW, None).unwrap();
+    original.deduct(b"b", 3, None, NOW, None).unwrap();
+    let chunks = chunks_of(&original);
+    // The first record chunk of a good item: a prefix that adds up.
+    let (mut cut, expected) = SaleItem::decode_header(&chunks[0]).unwrap();
+    cut.begin_chunked_load(Expected {
+        buyers: expected.buyers + 1,
+        ..expected
+    })
+    .unwrap();
+    cut.load_next_chunk(&chunks[1]).unwrap();
+    assert_eq!(cut.end_partial_load(), Ok(()));
+    // A header that sold 3 units, and buyers holding 6.
+    let mut small = limited(10, 0);
+    small.deduct(b"z", 3, None, NOW, None).unwrap();
+    let small_chunks = chunks_of(&small);
+    let (mut forged, _) = SaleItem::decode_header(&small_chunks[0]).unwrap();
+    forged
+        .begin_chunked_load(Expected {
+            buyers: 5,
+            requests: 0,
+        })
+        .unwrap();
+    let loaded = forged.load_next_chunk(&chunks[1]);
+    assert!(
+        loaded.is_err() || forged.end_partial_load().is_err(),
+        "6 units held of 3 sold"
+    );
 }
