@@ -9,11 +9,7 @@ use redis_module::{raw, Context};
 /// `IMPORTING`), as `CLUSTER NODES` shows it on this node's own line.
 /// Costs a `CLUSTER NODES` call: only for the rare key found missing.
 pub fn slot_is_moving(ctx: &Context, key: &[u8]) -> bool {
-    let in_cluster = redis_api!(RedisModule_GetContextFlags).is_some_and(|flags| {
-        // SAFETY: the context is valid for the duration of the call.
-        (unsafe { flags(ctx.get_raw()) } as u32) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
-    });
-    if !in_cluster {
+    if !in_cluster(ctx) {
         return false;
     }
     let Some(nodes) = crate::call::string(ctx, "CLUSTER", &[b"NODES"]) else {
@@ -30,4 +26,12 @@ pub fn slot_is_moving(ctx: &Context, key: &[u8]) -> bool {
                 .is_some_and(|flags| flags.contains("myself"))
         })
         .any(|line| line.contains(&migrating) || line.contains(&importing))
+}
+
+/// True if this server runs in cluster mode.
+pub fn in_cluster(ctx: &Context) -> bool {
+    redis_api!(RedisModule_GetContextFlags).is_some_and(|flags| {
+        // SAFETY: the context is valid for the duration of the call.
+        (unsafe { flags(ctx.get_raw()) } as u32) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+    })
 }

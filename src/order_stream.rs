@@ -14,6 +14,8 @@ const ERR_STREAM_WRONGTYPE: &str =
     "WRONGTYPE the item's order stream key holds the wrong kind of value";
 const ERR_STREAM_FULL: &str = "ERR the item's order stream has exhausted the last possible ID, \
      unable to add more items; nothing was changed";
+const ERR_STREAM_CROSSSLOT: &str = "CROSSSLOT the item's order stream does not hash to the \
+     item's slot (was the item renamed?): set it again with SECKILL.STREAM; nothing was changed";
 const ERR_STREAM_MIGRATING: &str = "TRYAGAIN the item's order stream is missing while its slot \
      is being migrated; nothing was changed";
 
@@ -134,7 +136,15 @@ impl OrderStream {
     /// another type, or if it is missing while its slot is moving between
     /// cluster nodes (a stream re-created here would collide with the one
     /// being migrated).
-    pub fn open(ctx: &Context, outbox: &Outbox) -> Result<OrderStream, RedisError> {
+    pub fn open(ctx: &Context, item: &[u8], outbox: &Outbox) -> Result<OrderStream, RedisError> {
+        // INIT and STREAM check the slot, but an item renamed or restored
+        // under another name keeps its stream's name: in a cluster, this
+        // node may not own that stream's slot.
+        if crate::hash_slot::key_slot(&outbox.stream) != crate::hash_slot::key_slot(item)
+            && crate::cluster::in_cluster(ctx)
+        {
+            return Err(RedisError::Str(ERR_STREAM_CROSSSLOT));
+        }
         let name = create_string(ctx, &outbox.stream).ok_or(RedisError::Str(ERR_STREAM_FULL))?;
         let stream = OrderStream {
             ctx: ctx.get_raw(),

@@ -125,7 +125,7 @@ fn commit(
             if events.is_empty() {
                 None
             } else {
-                let mut stream = OrderStream::open(ctx, outbox)?;
+                let mut stream = OrderStream::open(ctx, name.as_bytes(), outbox)?;
                 stream.check_room(ctx, events.len())?;
                 for event in &events {
                     stream.append(name.as_bytes(), event)?;

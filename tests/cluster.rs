@@ -386,3 +386,38 @@ fn a_sale_on_the_importing_node_before_its_stream_arrives_asks_to_try_again() {
     ok::<String>(&mut target_con, &["ASKING"]);
     assert_eq!(ok::<i64>(&mut target_con, &["EXISTS", STREAM]), 0);
 }
+
+/// An item restored under a name in another slot keeps its stream's name:
+/// its sales are refused with CROSSSLOT (this node may not own the stream)
+/// until the stream is set again.
+#[test]
+fn an_item_restored_into_another_slot_asks_for_its_stream_again() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    cluster_ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{from}", "10", "STREAM", "{from}:o"],
+    );
+    let payload: Vec<u8> = cluster_ok(&mut con, &["DUMP", "{from}"]);
+    let restored: String = redis::cmd("RESTORE")
+        .arg("{to}")
+        .arg(0)
+        .arg(payload)
+        .query(&mut con)
+        .expect("RESTORE");
+    assert_eq!(restored, "OK");
+    let refused = redis::cmd("SECKILL.DEDUCT")
+        .arg("{to}")
+        .arg("u")
+        .arg(1)
+        .query::<i64>(&mut con)
+        .expect_err("a sale writing a stream in another slot");
+    assert_eq!(refused.code(), Some("CROSSSLOT"), "{refused}");
+    assert_eq!(cluster_ok::<i64>(&mut con, &["SECKILL.GET", "{to}"]), 10);
+    cluster_ok::<i64>(&mut con, &["SECKILL.STREAM", "{to}", "{to}:o"]);
+    assert_eq!(
+        cluster_ok::<i64>(&mut con, &["SECKILL.DEDUCT", "{to}", "u", "1"]),
+        9
+    );
+    assert_eq!(cluster_ok::<i64>(&mut con, &["XLEN", "{to}:o"]), 1);
+}
