@@ -73,7 +73,7 @@ fn replica_loads_from_the_socket(load: &str) -> (Server, Server) {
     assert_eq!(snapshot(&mut on_replica, "{d}big"), big);
 
     // The master streamed its snapshot without writing a file, and the
-    // replica parsed it from the socket rather than saving it first
+    // replica parsed it from the socket (Redis logs MASTER, Valkey PRIMARY) rather than saving it first
     // ("to disk", then "Loading DB in memory" from that file).
     assert!(
         master.log().contains("target: replicas sockets"),
@@ -82,11 +82,12 @@ fn replica_loads_from_the_socket(load: &str) -> (Server, Server) {
     );
     let replica_log = replica.log();
     assert!(
-        replica_log.contains("receiving streamed RDB from master with EOF to parser"),
+        replica_log.contains("receiving streamed RDB from")
+            && replica_log.contains("with EOF to parser"),
         "{replica_log}"
     );
     assert!(
-        replica_log.contains("MASTER <-> REPLICA sync: Finished with success"),
+        replica_log.contains("REPLICA sync: Finished with success"),
         "{replica_log}"
     );
     assert!(
@@ -149,10 +150,7 @@ fn a_swapdb_replica_loading_from_the_socket_holds_the_identical_item() {
         },
     );
     assert_eq!(
-        replica
-            .log()
-            .matches("receiving streamed RDB from master with EOF to parser")
-            .count(),
+        replica.log().matches("with EOF to parser").count(),
         2,
         "{}",
         replica.log()
