@@ -182,10 +182,23 @@ fn set_acl_categories(ctx: &Context, name: &CStr, flags: &CStr) {
     }
 }
 
+/// True on Valkey, which names itself in `INFO server`.
+fn is_valkey(ctx: &Context) -> bool {
+    call::string(ctx, "INFO", &[b"server"]).is_some_and(|info| info.contains("server_name:valkey"))
+}
+
 /// Keyspace and server events that move items between names and
 /// databases, so that the sweep's registry follows them.
+///
+/// Not the keyspace events on Valkey: on Valkey 8.1, a module listening to
+/// generic keyspace events makes `MOVE` and `COPY ... DB` replicate into
+/// the target database instead of the source (the notification's database
+/// leaks into the command's propagation), whatever the listener does, and
+/// replicas diverge. There the sweep cannot follow a renamed or moved item:
+/// its lapsed holds are released by its next write instead.
 fn subscribe_to_events(ctx: &Context) {
-    if let Some(subscribe) = redis_api!(RedisModule_SubscribeToKeyspaceEvents) {
+    let keyspace = redis_api!(RedisModule_SubscribeToKeyspaceEvents).filter(|_| !is_valkey(ctx));
+    if let Some(subscribe) = keyspace {
         // SAFETY: a callback with the RedisModuleNotificationFunc signature.
         let status = unsafe {
             subscribe(

@@ -32,12 +32,12 @@ pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
         aux_save_triggers: 0,
         free_effort: Some(free_effort),
         unlink: None,
-        copy: Some(copy),
+        copy: None,
         defrag: None,
         mem_usage2: None,
         free_effort2: None,
         unlink2: None,
-        copy2: None,
+        copy2: Some(copy2),
         aux_save2: None,
     },
 );
@@ -208,10 +208,23 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
     item(value).record_count()
 }
 
-unsafe extern "C" fn copy(
-    _from_key: *mut raw::RedisModuleString,
-    _to_key: *mut raw::RedisModuleString,
+/// COPY: a new item, which joins the sweep's registry under the key and
+/// database it is copied to if it has pending holds.
+unsafe extern "C" fn copy2(
+    ctx: *mut raw::RedisModuleKeyOptCtx,
     value: *const c_void,
 ) -> *mut c_void {
-    Box::into_raw(Box::new(item(value).clone())).cast::<c_void>()
+    let copied = Box::new(item(value).clone());
+    if let (Some(deadline), Some(to_key), Some(to_db)) = (
+        copied.next_deadline(),
+        redis_api!(RedisModule_GetToKeyNameFromOptCtx),
+        redis_api!(RedisModule_GetToDbIdFromOptCtx),
+    ) {
+        let name = to_key(ctx);
+        if !name.is_null() {
+            let key = redis_module::RedisString::string_as_slice(name.cast_mut());
+            crate::sweeper::watch(&copied, to_db(ctx), key, deadline);
+        }
+    }
+    Box::into_raw(copied).cast::<c_void>()
 }

@@ -137,8 +137,15 @@ fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
     Some((id, home.db, home.key))
 }
 
-/// Keyspace events that move an item to another name or database, or make
-/// a new one from it: its registry entry follows, or the new one joins.
+/// Keys that a keyspace event said now hold a moved or new value, as
+/// (database, key): looked at by the next timer step, outside the command
+/// that moved them.
+static MOVED: Mutex<Vec<(c_int, Vec<u8>)>> = Mutex::new(Vec::new());
+
+/// Keyspace events that move an item to another name or database: its
+/// registry entry follows at the next timer step. The callback only notes
+/// the key: opening keys inside another command's notification is what
+/// Redis warns modules against. (A copy registers itself, in `copy2`.)
 pub extern "C" fn on_keyspace_event(
     ctx: *mut raw::RedisModuleCtx,
     _kind: c_int,
@@ -147,18 +154,54 @@ pub extern "C" fn on_keyspace_event(
 ) -> c_int {
     // SAFETY: Redis passes a NUL-terminated event name.
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
-    if !matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
-        return raw::REDISMODULE_OK as c_int;
-    }
-    let context = Context::new(ctx);
-    let name = Arg::from_ptr(key);
-    let item_key = crate::item_key::ItemKey::open_read(&context, &name);
-    if let Ok(Some(item)) = item_key.item() {
-        if let Some(deadline) = item.next_deadline() {
-            watch(item, selected_db(&context), name.as_bytes(), deadline);
-        }
+    if matches!(event, b"rename_to" | b"move_to") {
+        let context = Context::new(ctx);
+        let name = Arg::from_ptr(key);
+        let db = selected_db(&context);
+        MOVED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((db, name.as_bytes().to_vec()));
     }
     raw::REDISMODULE_OK as c_int
+}
+
+/// Registers the items the keyspace events since the last step moved.
+fn follow_moved_items(ctx: &Context) {
+    let moved = std::mem::take(
+        &mut *MOVED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    if moved.is_empty() {
+        return;
+    }
+    let (Some(select_db), Some(create_string), Some(free_string)) = (
+        redis_api!(RedisModule_SelectDb),
+        redis_api!(RedisModule_CreateString),
+        redis_api!(RedisModule_FreeString),
+    ) else {
+        return;
+    };
+    for (db, key) in moved {
+        // SAFETY: the timer context may select any database; the string is
+        // created from a live buffer and freed below.
+        let name = unsafe {
+            select_db(ctx.get_raw(), db);
+            create_string(ctx.get_raw(), key.as_ptr().cast(), key.len())
+        };
+        let name = Arg::from_ptr(name);
+        {
+            let item_key = crate::item_key::ItemKey::open_read(ctx, &name);
+            if let Ok(Some(item)) = item_key.item() {
+                if let Some(deadline) = item.next_deadline() {
+                    watch(item, db, name.as_bytes(), deadline);
+                }
+            }
+        }
+        // SAFETY: created above, not used after this.
+        unsafe { free_string(ctx.get_raw(), name.as_ptr()) };
+    }
 }
 
 /// SWAPDB, as a server event.
@@ -210,6 +253,8 @@ fn decides_releases(ctx: &Context) -> bool {
 
 /// Releases due holds until the step's time is up; true if some may remain.
 fn sweep(ctx: &Context) -> bool {
+    // Replicas follow moved items too, to sweep them once promoted.
+    follow_moved_items(ctx);
     if !decides_releases(ctx) {
         return false;
     }

@@ -333,8 +333,22 @@ fn holds_lapse_where_the_item_went(
     }
 }
 
+/// On Valkey the module does not listen to generic keyspace events (they
+/// make Valkey 8.1 replicate MOVE into the wrong database), so the timer
+/// cannot follow a renamed or moved item there; README says so.
+fn follows_renames() -> bool {
+    let valkey = common::server_binary().contains("valkey");
+    if valkey {
+        eprintln!("skipped on Valkey: the timer does not follow renamed or moved items there");
+    }
+    !valkey
+}
+
 #[test]
 fn holds_of_a_renamed_item_lapse_by_the_timer() {
+    if !follows_renames() {
+        return;
+    }
     holds_lapse_where_the_item_went(
         &["RENAME", "{k}", "{k}new"],
         &[(0, "{k}new")],
@@ -344,6 +358,9 @@ fn holds_of_a_renamed_item_lapse_by_the_timer() {
 
 #[test]
 fn holds_of_an_item_moved_to_another_db_lapse_by_the_timer() {
+    if !follows_renames() {
+        return;
+    }
     holds_lapse_where_the_item_went(&["MOVE", "{k}", "1"], &[(1, "{k}")], &[]);
 }
 
@@ -1106,4 +1123,39 @@ fn a_sale_refused_by_a_full_stream_leaves_a_watch_on_the_stream_alone() {
         .map(|()| (Value::Okay,))
         .unwrap_or((Value::Nil,));
     assert_eq!(exec, Value::Okay, "EXEC was aborted");
+}
+
+/// Loading the module must not change how other commands replicate: a
+/// MOVE and a cross-database COPY of a plain key reach the replica in the
+/// right database (on Valkey 8.1 a listener to generic keyspace events
+/// broke this).
+#[test]
+fn move_and_copy_across_databases_replicate_as_without_the_module() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<String>(&mut con, &["SET", "plain", "1"]);
+    ok::<String>(&mut con, &["SET", "copied", "2"]);
+    assert_eq!(ok::<i64>(&mut con, &["MOVE", "plain", "1"]), 1);
+    assert_eq!(
+        ok::<i64>(&mut con, &["COPY", "copied", "copied", "DB", "2"]),
+        1
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let mut replica_db1 = client_db(&replica, 1);
+    let mut replica_db2 = client_db(&replica, 2);
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_db1, &["GET", "plain"]).as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_db2, &["GET", "copied"]).as_deref(),
+        Some("2")
+    );
+    let mut replica_con = replica.client();
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_con, &["GET", "copied"]).as_deref(),
+        Some("2")
+    );
+    assert_eq!(ok::<i64>(&mut replica_con, &["EXISTS", "plain"]), 0);
 }
