@@ -1159,3 +1159,59 @@ fn move_and_copy_across_databases_replicate_as_without_the_module() {
     );
     assert_eq!(ok::<i64>(&mut replica_con, &["EXISTS", "plain"]), 0);
 }
+
+/// A lapse whose `expire` event the stream cannot take is not made without
+/// it: the hold stays pending underneath (reads count it as released
+/// anyway) and the timer retries, releasing it once the stream can take
+/// the event again.
+#[test]
+fn the_timer_keeps_a_lapsed_hold_whose_event_cannot_be_written_and_retries() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{t}", "10", "STREAM", "{t}:o"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    place_holds(&mut con, "{t}", 1, None, deadline);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{t}:o",
+            "18446744073709551615-18446744073709551615",
+            "f",
+            "v",
+        ],
+    );
+    let before: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let after: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    assert_eq!(after, before, "the hold was released without its event");
+    assert_eq!(
+        info_field(&mut con, "{t}", "holds"),
+        0,
+        "reads see it lapsed"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "{t}"]), 10);
+    // A fresh stream takes the event: the retry releases the hold.
+    ok::<i64>(&mut con, &["DEL", "{t}:o"]);
+    wait_until("the retried release", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{t}:o"]) == 1
+    });
+    let released: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    assert_ne!(released, before);
+}
+
+/// A server whose eviction policy may evict items says so in its log when
+/// the module loads.
+#[test]
+fn loading_under_an_allkeys_eviction_policy_logs_a_warning() {
+    let server = Server::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    assert!(
+        server
+            .log()
+            .contains("maxmemory-policy is allkeys-lru: at maxmemory sale items can be evicted"),
+        "{}",
+        server.log()
+    );
+    let quiet = Server::start_with(&["--maxmemory-policy", "noeviction"]);
+    assert!(!quiet.log().contains("can be evicted"), "{}", quiet.log());
+}

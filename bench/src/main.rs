@@ -800,13 +800,14 @@ fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
     }
 }
 
-/// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone and prints its table
-/// instead of rewriting BENCHMARKS.md and the chart. It is the only section
-/// that can run alone; any other value is refused.
+/// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone, and
+/// `SECKILL_BENCH_ONLY=instructions` section (g), and prints its figures
+/// instead of rewriting BENCHMARKS.md and the chart. No other section can
+/// run alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if section != "lapse" {
-        eprintln!("SECKILL_BENCH_ONLY={section}: only `lapse` can run alone");
+    if section != "lapse" && section != "instructions" {
+        eprintln!("SECKILL_BENCH_ONLY={section}: only `lapse` or `instructions` can run alone");
         std::process::exit(2);
     }
     Some(section)
@@ -823,6 +824,16 @@ fn main() {
         "seckill bench: redis-server {version} on port {}",
         server.port
     );
+    if only.as_deref() == Some("instructions") {
+        println!("(g) instructions per call, alone (BENCHMARKS.md is left as it is)");
+        for count in instructions::measure() {
+            println!(
+                "  {:<8} {:<28} {:>8.0}",
+                count.path, count.contender, count.instructions
+            );
+        }
+        return;
+    }
     if only.is_some() {
         println!("(f) holds lapsing, alone (BENCHMARKS.md is left as it is)");
         let lapse = lapse(&server, &mut con, &plan);

@@ -162,19 +162,23 @@ impl SaleItem {
                 return Ok(Verdict::Answer(refusal));
             }
         }
-        let buyer = self.ledger.find_buyer(user);
-        let buyer_handle = match buyer {
-            Lookup::Found(buyer) => Some(buyer.handle()),
-            Lookup::Missing(_) => None,
-        };
-        let (lapsing, own_lapsing) = self.lapsing(at, buyer_handle);
         // Stock first: a sold-out item answers without looking at the buyer.
+        let lapsing = if self.holds.is_empty() {
+            0
+        } else {
+            self.lapsing(at, None).0
+        };
         let remaining = match self.stock {
             Stock::Limited(_) => match self.virtual_stock(lapsing) {
                 units if units < qty => return Ok(Verdict::Answer(Deduction::SoldOut)),
                 units => units - qty,
             },
             Stock::Unlimited => super::UNLIMITED_STOCK,
+        };
+        let buyer = self.ledger.find_buyer(user);
+        let own_lapsing = match buyer {
+            Lookup::Found(buyer) if lapsing > 0 => self.lapsing(at, Some(buyer.handle())).1,
+            _ => 0,
         };
         let held = match buyer {
             Lookup::Found(buyer) => buyer.units.saturating_sub(own_lapsing).max(0),
