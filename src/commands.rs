@@ -557,9 +557,15 @@ pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let holds = item
+    let mut pending: Vec<_> = item
         .pending_holds(now_ms())
         .filter(|(_, request)| user.is_none_or(|user| request.user == user))
+        .collect();
+    // Ties between equal deadlines go by request id, not by where each
+    // record happens to sit in memory, so a replica lists them alike.
+    pending.sort_by(|(a_id, a), (b_id, b)| (a.deadline, a_id).cmp(&(b.deadline, b_id)));
+    let holds = pending
+        .into_iter()
         .map(|(request_id, request)| {
             RedisValue::Array(vec![
                 RedisValue::StringBuffer(request_id.to_vec()),

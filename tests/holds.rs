@@ -377,3 +377,37 @@ fn holds_survive_aof_rewrite_and_dump_restore() {
         -4
     );
 }
+
+#[test]
+fn holds_with_the_same_deadline_are_listed_by_request_id_on_master_and_replica() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:ties", "10"]);
+    let deadline = (server_now_ms(&mut con) + 600_000).to_string();
+    for id in ["h9", "h3", "h7", "h1"] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "sku:ties",
+                id,
+                "1",
+                "ID",
+                id,
+                "HOLDUNTIL",
+                &deadline,
+            ],
+        );
+    }
+    let ids = |con: &mut Connection| -> Vec<String> {
+        let holds: Vec<(String, String, i64, i64)> = ok(con, &["SECKILL.HOLDS", "sku:ties"]);
+        holds.into_iter().map(|(id, ..)| id).collect()
+    };
+    assert_eq!(ids(&mut con), ["h1", "h3", "h7", "h9"]);
+    // A replica rebuilt from an RDB stores the records in another order.
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let mut on_replica = replica.client();
+    ok::<String>(&mut on_replica, &["DEBUG", "RELOAD"]);
+    assert_eq!(ids(&mut on_replica), ["h1", "h3", "h7", "h9"]);
+}
