@@ -829,32 +829,18 @@ pub extern "C" fn on_loading_event(
         return;
     }
     let pending = std::mem::take(&mut *partly_loaded());
-    let (Some(select_db), Some(create_string), Some(free_string)) = (
-        redis_api!(RedisModule_SelectDb),
-        redis_api!(RedisModule_CreateString),
-        redis_api!(RedisModule_FreeString),
-    ) else {
-        return;
-    };
     let context = Context::new(ctx);
     for (db, key) in pending {
-        // SAFETY: the event context may select any database; the string is
-        // made from a live buffer and freed below.
-        let name = unsafe {
-            select_db(ctx, db);
-            create_string(ctx, key.as_ptr().cast(), key.len())
-        };
-        let name = Arg::from_ptr(name);
-        let mut item_key = ItemKey::open_read(&context, &name);
-        let outcome = match item_key.item_mut() {
-            Ok(Some(item)) if item.is_partly_loaded() => item.end_partial_load(),
-            _ => Ok(()),
-        };
-        drop(item_key);
-        if let Err(DecodeError(reason)) = outcome {
-            discard_item(&context, &name, reason);
-        }
-        // SAFETY: created above, not used after this.
-        unsafe { free_string(ctx, name.as_ptr()) };
+        crate::item_key::in_db(&context, db, &key, |name| {
+            let mut item_key = ItemKey::open_read(&context, name);
+            let outcome = match item_key.item_mut() {
+                Ok(Some(item)) if item.is_partly_loaded() => item.end_partial_load(),
+                _ => Ok(()),
+            };
+            drop(item_key);
+            if let Err(DecodeError(reason)) = outcome {
+                discard_item(&context, name, reason);
+            }
+        });
     }
 }

@@ -151,3 +151,26 @@ pub fn now_ms() -> i64 {
     // SAFETY: RedisModule_Milliseconds takes no arguments.
     redis_api!(RedisModule_Milliseconds).map_or(0, |f| unsafe { f() })
 }
+
+/// Runs `visit` on the key `key` of database `db`, selected in `ctx`: for
+/// contexts that outlive any one command (timers, server events), which
+/// reach keys by a name they kept.
+pub fn in_db(ctx: &Context, db: std::os::raw::c_int, key: &[u8], visit: impl FnOnce(&Arg)) {
+    let (Some(select_db), Some(create_string), Some(free_string)) = (
+        redis_api!(RedisModule_SelectDb),
+        redis_api!(RedisModule_CreateString),
+        redis_api!(RedisModule_FreeString),
+    ) else {
+        return;
+    };
+    // SAFETY: a timer or event context may select any database; the
+    // string is made from a live buffer and freed below.
+    let name = unsafe {
+        select_db(ctx.get_raw(), db);
+        create_string(ctx.get_raw(), key.as_ptr().cast(), key.len())
+    };
+    let name = Arg::from_ptr(name);
+    visit(&name);
+    // SAFETY: created above, not used after this.
+    unsafe { free_string(ctx.get_raw(), name.as_ptr()) };
+}

@@ -173,34 +173,15 @@ fn follow_moved_items(ctx: &Context) {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     );
-    if moved.is_empty() {
-        return;
-    }
-    let (Some(select_db), Some(create_string), Some(free_string)) = (
-        redis_api!(RedisModule_SelectDb),
-        redis_api!(RedisModule_CreateString),
-        redis_api!(RedisModule_FreeString),
-    ) else {
-        return;
-    };
     for (db, key) in moved {
-        // SAFETY: the timer context may select any database; the string is
-        // created from a live buffer and freed below.
-        let name = unsafe {
-            select_db(ctx.get_raw(), db);
-            create_string(ctx.get_raw(), key.as_ptr().cast(), key.len())
-        };
-        let name = Arg::from_ptr(name);
-        {
-            let item_key = crate::item_key::ItemKey::open_read(ctx, &name);
+        crate::item_key::in_db(ctx, db, &key, |name| {
+            let item_key = crate::item_key::ItemKey::open_read(ctx, name);
             if let Ok(Some(item)) = item_key.item() {
                 if let Some(deadline) = item.next_deadline() {
                     watch(item, db, name.as_bytes(), deadline);
                 }
             }
-        }
-        // SAFETY: created above, not used after this.
-        unsafe { free_string(ctx.get_raw(), name.as_ptr()) };
+        });
     }
 }
 
@@ -258,29 +239,15 @@ fn sweep(ctx: &Context) -> bool {
     if !decides_releases(ctx) {
         return false;
     }
-    let (Some(select_db), Some(create_string), Some(free_string)) = (
-        redis_api!(RedisModule_SelectDb),
-        redis_api!(RedisModule_CreateString),
-        redis_api!(RedisModule_FreeString),
-    ) else {
-        return false;
-    };
     let started = Instant::now();
     let now = crate::item_key::now_ms();
     while started.elapsed() < STEP_BUDGET {
         let Some((id, db, key)) = next_due(now) else {
             return false;
         };
-        // SAFETY: the timer context may select any database; the string is
-        // created from a live buffer and freed below.
-        let name = unsafe {
-            select_db(ctx.get_raw(), db);
-            create_string(ctx.get_raw(), key.as_ptr().cast(), key.len())
-        };
-        let name = Arg::from_ptr(name);
-        sweep_item(ctx, &name, id, now, started);
-        // SAFETY: created above, not used after this.
-        unsafe { free_string(ctx.get_raw(), name.as_ptr()) };
+        crate::item_key::in_db(ctx, db, &key, |name| {
+            sweep_item(ctx, name, id, now, started)
+        });
     }
     true
 }
