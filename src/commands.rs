@@ -5,19 +5,19 @@
 
 use crate::args::Arg;
 use crate::hash_slot::key_slot;
-use crate::item_key::{master_decided, now_ms, ItemKey, WrongType};
+use crate::hold_registry;
+use crate::item_key::{master_decided, now_ms, selected_db, ItemKey, WrongType};
 use crate::order_stream;
+use crate::persistence;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
     Change, Confirmation, Deduction, ItemError, LapseMoment, Moment, Order, Outbox, SaleItem,
     Stock, Verdict, Window, MAX_ID_LEN,
 };
-use crate::sweeper;
 use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
-use std::sync::Mutex;
 
 // Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
 // numbers follow the Lua scripts these commands replace (see README).
@@ -647,7 +647,11 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |_, judging| {
+        |item, judging| {
+            // The same window again changes nothing: nothing to replicate.
+            if item.window() == window {
+                return Ok(Err(RedisValue::Integer(1)));
+            }
             Ok(Ok(verbatim(
                 Change::Window(window),
                 c"seckill.window",
@@ -679,7 +683,10 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |_, judging| {
+        |item, judging| {
+            if item.outbox() == outbox.as_ref() {
+                return Ok(Err(RedisValue::Integer(1)));
+            }
             Ok(Ok(verbatim(
                 Change::Outbox(outbox),
                 c"seckill.stream",
@@ -742,16 +749,6 @@ fn reply_with_bytes(ctx: &Context, bytes: &[u8]) {
     raw::reply_with_string_buffer(ctx.get_raw(), bytes.as_ptr().cast::<c_char>(), bytes.len());
 }
 
-/// Items a chunked rebuild left waiting for records, as (database, key):
-/// checked when loading ends, in case the AOF stopped short.
-static PARTLY_LOADED: Mutex<Vec<(c_int, Vec<u8>)>> = Mutex::new(Vec::new());
-
-fn partly_loaded() -> std::sync::MutexGuard<'static, Vec<(c_int, Vec<u8>)>> {
-    PARTLY_LOADED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
 /// rewrite emits. A header chunk replaces the item; record chunks extend it,
 /// and once the header's records are all in the whole item is checked.
@@ -777,14 +774,23 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
             return Err(RedisError::Str(ERR_STORE));
         }
         if partly_loaded_item {
-            partly_loaded().push((sweeper::selected_db(ctx), name.as_bytes().to_vec()));
+            persistence::count_partly_loaded();
         }
     } else {
         let mut key = ItemKey::open_read(ctx, name);
         let item = key
             .item_mut()?
             .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
-        if let Err(error) = item.load_next_chunk(payload) {
+        if !item.is_partly_loaded() {
+            // A stray chunk for an item loaded in full: refused, and the
+            // item, checked already, stays.
+            return Err(bad_chunk(DecodeError("no records are due for this item")));
+        }
+        let loaded = item.load_next_chunk(payload);
+        if !item.is_partly_loaded() {
+            persistence::uncount_partly_loaded();
+        }
+        if let Err(error) = loaded {
             // Records that disagree with their item: the item cannot be
             // trusted, and saved it would make the next load fail.
             drop(key);
@@ -792,7 +798,7 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
             return Err(bad_chunk(error));
         }
         if let Some(deadline) = item.next_deadline() {
-            sweeper::watch(item, sweeper::selected_db(ctx), name.as_bytes(), deadline);
+            hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline);
         }
     }
     let published = Published {
@@ -814,33 +820,88 @@ fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
     ));
 }
 
-/// When loading ends: items whose chunks stopped short keep the records
-/// that came if those agree with the item's counters, and are dropped
-/// otherwise.
+/// When loading ends with items whose chunks stopped short (an AOF cut
+/// off): each keeps the records that came if they agree with its counters,
+/// and is dropped otherwise. They are found by scanning every database, as
+/// they may have been renamed, moved, copied or swapped since their header.
 pub extern "C" fn on_loading_event(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut std::os::raw::c_void,
 ) {
-    if subevent != raw::REDISMODULE_SUBEVENT_LOADING_ENDED
-        && subevent != raw::REDISMODULE_SUBEVENT_LOADING_FAILED
-    {
+    let ended = subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED
+        || subevent == raw::REDISMODULE_SUBEVENT_LOADING_FAILED;
+    if !ended || persistence::partly_loaded_items() == 0 {
         return;
     }
-    let pending = std::mem::take(&mut *partly_loaded());
     let context = Context::new(ctx);
-    for (db, key) in pending {
-        crate::item_key::in_db(&context, db, &key, |name| {
-            let mut item_key = ItemKey::open_read(&context, name);
-            let outcome = match item_key.item_mut() {
-                Ok(Some(item)) if item.is_partly_loaded() => item.end_partial_load(),
-                _ => Ok(()),
-            };
-            drop(item_key);
-            if let Err(DecodeError(reason)) = outcome {
-                discard_item(&context, name, reason);
-            }
-        });
+    let databases = crate::call::field(&context, "CONFIG", &[b"GET", b"databases"], "databases")
+        .and_then(|count| count.parse::<c_int>().ok())
+        .unwrap_or(16);
+    for db in 0..databases {
+        for key in partly_loaded_keys(&context, db) {
+            crate::item_key::in_db(&context, db, &key, |name| {
+                let mut item_key = ItemKey::open_read(&context, name);
+                let outcome = match item_key.item_mut() {
+                    Ok(Some(item)) if item.is_partly_loaded() => {
+                        persistence::uncount_partly_loaded();
+                        item.end_partial_load()
+                    }
+                    _ => Ok(()),
+                };
+                drop(item_key);
+                if let Err(DecodeError(reason)) = outcome {
+                    discard_item(&context, name, reason);
+                }
+            });
+        }
     }
+}
+
+/// The keys of database `db` holding partly loaded items.
+fn partly_loaded_keys(ctx: &Context, db: c_int) -> Vec<Vec<u8>> {
+    let (Some(select_db), Some(cursor_create), Some(scan), Some(cursor_destroy)) = (
+        redis_api!(RedisModule_SelectDb),
+        redis_api!(RedisModule_ScanCursorCreate),
+        redis_api!(RedisModule_Scan),
+        redis_api!(RedisModule_ScanCursorDestroy),
+    ) else {
+        return Vec::new();
+    };
+    unsafe extern "C" fn collect(
+        ctx: *mut raw::RedisModuleCtx,
+        key_name: *mut raw::RedisModuleString,
+        _key: *mut raw::RedisModuleKey,
+        found: *mut std::os::raw::c_void,
+    ) {
+        // SAFETY: `found` is the Vec passed to RedisModule_Scan below.
+        let found = unsafe { &mut *found.cast::<Vec<Vec<u8>>>() };
+        let context = Context::new(ctx);
+        let name = Arg::from_ptr(key_name);
+        let key = ItemKey::open_read(&context, &name);
+        if let Ok(Some(item)) = key.item() {
+            if item.is_partly_loaded() {
+                found.push(name.as_bytes().to_vec());
+            }
+        }
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    // SAFETY: the event context may select any database; the cursor is
+    // destroyed below and `found` outlives the scan.
+    unsafe {
+        if select_db(ctx.get_raw(), db) != raw::REDISMODULE_OK as c_int {
+            return found;
+        }
+        let cursor = cursor_create();
+        while scan(
+            ctx.get_raw(),
+            cursor,
+            Some(collect),
+            (&mut found as *mut Vec<Vec<u8>>).cast(),
+        ) != 0
+        {}
+        cursor_destroy(cursor);
+    }
+    found
 }

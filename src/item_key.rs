@@ -174,3 +174,9 @@ pub fn in_db(ctx: &Context, db: std::os::raw::c_int, key: &[u8], visit: impl FnO
     // SAFETY: created above, not used after this.
     unsafe { free_string(ctx.get_raw(), name.as_ptr()) };
 }
+
+/// The database the context has selected.
+pub fn selected_db(ctx: &Context) -> std::os::raw::c_int {
+    // SAFETY: the context is valid for the duration of the call.
+    redis_api!(RedisModule_GetSelectedDb).map_or(0, |f| unsafe { f(ctx.get_raw()) })
+}

@@ -19,6 +19,7 @@ mod call;
 mod cluster;
 mod commands;
 pub mod hash_slot;
+mod hold_registry;
 mod item_key;
 mod order_stream;
 mod persistence;

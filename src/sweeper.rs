@@ -5,21 +5,17 @@
 //! itself (its replication, its `seckill.expire` event, its `expire` order
 //! event) follows a deadline within a tick even on an item nobody touches.
 //!
-//! The registry knows, for each item with pending holds, where it lives
-//! (database and key) and a moment at or before its earliest deadline: one
-//! entry per item, not per hold. It is keyed by the item's address, so it
-//! is owned by the items: an item's entry goes when the item is freed
-//! (DEL, UNLINK, FLUSHALL, expiry, a replaced value), and follows it when
-//! it is renamed, moved or swapped to another database. A copy registers
-//! itself. Each timer step stops after a fixed time, whatever it found.
+//! It takes the items due from `hold_registry`, and keeps that registry
+//! following items that keyspace events move. Each timer step stops after
+//! a fixed time, whatever it found.
 
 use crate::args::Arg;
-use crate::sale_item::SaleItem;
+use crate::hold_registry::{next_due, swap_dbs, watch};
+use crate::item_key::selected_db;
 use redis_module::{raw, Context};
-use std::collections::{BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often the sweep looks at the registry when it has nothing to do.
@@ -33,114 +29,16 @@ const RELEASES_PER_CALL: usize = 32;
 /// When the order stream refuses a release, how long until it is retried.
 const RETRY_MS: i64 = 1_000;
 
-/// Where an item lives, and when it is next due.
-struct Home {
-    db: c_int,
-    key: Box<[u8]>,
-    due: i64,
-}
-
-#[derive(Default)]
-struct Registry {
-    /// By item address.
-    homes: HashMap<usize, Home>,
-    /// (due, item address), earliest first.
-    due: BTreeSet<(i64, usize)>,
-}
-
-static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
-
-fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    // A panic while holding the lock cannot leave the maps half-changed in
-    // a way that matters here: carry on with what is there.
-    REGISTRY
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn address(item: &SaleItem) -> usize {
-    item as *const SaleItem as usize
-}
-
-/// The database the context has selected.
-pub fn selected_db(ctx: &Context) -> c_int {
-    // SAFETY: the context is valid for the duration of the call.
-    redis_api!(RedisModule_GetSelectedDb).map_or(0, |f| unsafe { f(ctx.get_raw()) })
-}
-
-/// Records that `item`, at `key` in database `db`, has a hold due at
-/// `deadline`. Keeps the earlier of this and any moment known already, and
-/// takes `db` and `key` as its home from now on.
-pub fn watch(item: &SaleItem, db: c_int, key: &[u8], deadline: i64) {
-    let id = address(item);
-    let mut registry = registry();
-    let registry = &mut *registry;
-    match registry.homes.get_mut(&id) {
-        Some(home) => {
-            if home.db != db || *home.key != *key {
-                home.db = db;
-                home.key = key.into();
-            }
-            if deadline < home.due {
-                registry.due.remove(&(home.due, id));
-                registry.due.insert((deadline, id));
-                home.due = deadline;
-            }
-        }
-        None => {
-            let home = Home {
-                db,
-                key: key.into(),
-                due: deadline,
-            };
-            registry.homes.insert(id, home);
-            registry.due.insert((deadline, id));
-        }
-    }
-}
-
-/// Drops the entry of an item being freed. Runs on whatever thread frees
-/// the value (UNLINK and FLUSHALL ASYNC free in the background).
-pub fn forget(item: &SaleItem) {
-    let id = address(item);
-    let mut registry = registry();
-    if let Some(home) = registry.homes.remove(&id) {
-        registry.due.remove(&(home.due, id));
-        // A table sized for a past peak would hold its memory for good.
-        let (len, capacity) = (registry.homes.len(), registry.homes.capacity());
-        if capacity > 64 && len < capacity / 4 {
-            registry.homes.shrink_to(len * 2);
-        }
-    }
-}
-
-/// Follows SWAPDB: items of either database now live in the other.
-pub fn swap_dbs(first: c_int, second: c_int) {
-    for home in registry().homes.values_mut() {
-        if home.db == first {
-            home.db = second;
-        } else if home.db == second {
-            home.db = first;
-        }
-    }
-}
-
-/// Takes the earliest item due at `now` off the registry.
-fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
-    let mut registry = registry();
-    let &(due, id) = registry.due.first()?;
-    if due > now {
-        return None;
-    }
-    registry.due.remove(&(due, id));
-    let home = registry.homes.remove(&id)?;
-    Some((id, home.db, home.key))
-}
-
 /// Keys that a keyspace event said now hold a moved or new value, as
 /// (database, key): looked at by the next timer step, outside the command
 /// that moved them.
 static MOVED: Mutex<Vec<(c_int, Vec<u8>)>> = Mutex::new(Vec::new());
+
+fn moved() -> std::sync::MutexGuard<'static, Vec<(c_int, Vec<u8>)>> {
+    MOVED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Keyspace events that move an item to another name or database: its
 /// registry entry follows at the next timer step. The callback only notes
@@ -158,21 +56,14 @@ pub extern "C" fn on_keyspace_event(
         let context = Context::new(ctx);
         let name = Arg::from_ptr(key);
         let db = selected_db(&context);
-        MOVED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push((db, name.as_bytes().to_vec()));
+        moved().push((db, name.as_bytes().to_vec()));
     }
     raw::REDISMODULE_OK as c_int
 }
 
 /// Registers the items the keyspace events since the last step moved.
 fn follow_moved_items(ctx: &Context) {
-    let moved = std::mem::take(
-        &mut *MOVED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    );
+    let moved = std::mem::take(&mut *moved());
     for (db, key) in moved {
         crate::item_key::in_db(ctx, db, &key, |name| {
             let item_key = crate::item_key::ItemKey::open_read(ctx, name);
@@ -197,7 +88,17 @@ pub extern "C" fn on_swap_db(
     }
     // SAFETY: Redis passes a RedisModuleSwapDbInfo with a SWAPDB event.
     let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-    swap_dbs(info.dbnum_first, info.dbnum_second);
+    let (first, second) = (info.dbnum_first, info.dbnum_second);
+    swap_dbs(first, second);
+    // Keys noted by an event earlier in the same command batch live in
+    // the other database now, too.
+    for (db, _) in moved().iter_mut() {
+        if *db == first {
+            *db = second;
+        } else if *db == second {
+            *db = first;
+        }
+    }
 }
 
 /// Starts the sweep; called once when the module loads.

@@ -15,10 +15,10 @@
 //! order event happen together or not at all.
 
 use crate::args::Arg;
-use crate::item_key::{master_decided, now_ms, signal_modified, ItemKey};
+use crate::hold_registry;
+use crate::item_key::{master_decided, now_ms, selected_db, signal_modified, ItemKey};
 use crate::order_stream::OrderStream;
 use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem};
-use crate::sweeper;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 
@@ -163,7 +163,7 @@ fn commit(
     }
     if adds_hold || !settle.is_empty() {
         if let Some(deadline) = item.next_deadline() {
-            sweeper::watch(item, sweeper::selected_db(ctx), name.as_bytes(), deadline);
+            hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline);
         }
     }
     Ok(figure)

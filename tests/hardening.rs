@@ -1215,3 +1215,82 @@ fn loading_under_an_allkeys_eviction_policy_logs_a_warning() {
     let quiet = Server::start_with(&["--maxmemory-policy", "noeviction"]);
     assert!(!quiet.log().contains("can be evicted"), "{}", quiet.log());
 }
+
+/// A rename or move noted for the timer, then SWAPDB before its next step
+/// (in one transaction, or one replication batch): the timer still finds
+/// the item, in the database it was swapped to.
+#[test]
+fn a_moved_item_swapped_before_the_next_timer_step_is_still_swept() {
+    if !follows_renames() {
+        return;
+    }
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<String>(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .psubscribe("__keyevent@*__:seckill.expire")
+        .expect("psubscribe");
+    ok::<i64>(&mut con, &["SECKILL.INIT", "k", "100"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "k", 1, None, deadline);
+    let _: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("MOVE")
+        .arg("k")
+        .arg(1)
+        .cmd("SWAPDB")
+        .arg(0)
+        .arg(1)
+        .query(&mut con)
+        .expect("MOVE then SWAPDB");
+    let until = Instant::now() + Duration::from_millis(1_000) + Duration::from_secs(6);
+    let seen = expire_events(&mut pubsub, &[(0, "k")], until);
+    assert!(
+        seen.contains(&(0, "k".to_owned())),
+        "no seckill.expire for db 0 k: {seen:?}"
+    );
+}
+
+/// WINDOW and STREAM that set what is there already change nothing: no
+/// replication, no event, and a WATCH on the item survives.
+#[test]
+fn window_and_stream_that_change_nothing_replicate_nothing_and_keep_watch() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{n}", "10"]);
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let mut replica_con = replica.client();
+    let calls_before = (
+        command_calls(&mut replica_con, "seckill.window"),
+        command_calls(&mut replica_con, "seckill.stream"),
+    );
+    let mut watcher = server_client_watching(&master, "{n}");
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.WINDOW", "{n}", "0", "0"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.STREAM", "{n}"]), 1);
+    let exec: Option<Vec<Value>> = redis::pipe()
+        .atomic()
+        .cmd("PING")
+        .query(&mut watcher)
+        .expect("EXEC");
+    assert!(exec.is_some(), "a no-op aborted the WATCH");
+    ok::<i64>(&mut con, &["SECKILL.ADD", "{n}", "1"]);
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    assert_eq!(command_calls(&mut replica_con, "seckill.add"), 1);
+    assert_eq!(
+        (
+            command_calls(&mut replica_con, "seckill.window"),
+            command_calls(&mut replica_con, "seckill.stream"),
+        ),
+        calls_before,
+        "a no-op was replicated"
+    );
+}
+
+fn server_client_watching(server: &Server, key: &str) -> Connection {
+    let mut con = server.client();
+    ok::<String>(&mut con, &["WATCH", key]);
+    con
+}

@@ -1,0 +1,113 @@
+//! Which items have pending holds, where they live, and when each is next
+//! due: the sweep's registry.
+//!
+//! One entry per item, not per hold: the item's database and key, and a
+//! moment at or before its earliest deadline. Entries are keyed by the
+//! item's address, so they are owned by the items: an entry goes when its
+//! item is freed (DEL, UNLINK, FLUSHALL, expiry, a replaced value, on
+//! whatever thread frees it), and follows it when it is renamed, moved,
+//! copied or swapped to another database. Nothing here touches a key.
+
+use crate::sale_item::SaleItem;
+use std::collections::{BTreeSet, HashMap};
+use std::os::raw::c_int;
+use std::sync::{LazyLock, Mutex};
+
+/// Where an item lives, and when it is next due.
+struct Home {
+    db: c_int,
+    key: Box<[u8]>,
+    due: i64,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// By item address.
+    homes: HashMap<usize, Home>,
+    /// (due, item address), earliest first.
+    due: BTreeSet<(i64, usize)>,
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    // A panic while holding the lock cannot leave the maps half-changed in
+    // a way that matters here: carry on with what is there.
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn address(item: &SaleItem) -> usize {
+    item as *const SaleItem as usize
+}
+
+/// Records that `item`, at `key` in database `db`, has a hold due at
+/// `deadline`. Keeps the earlier of this and any moment known already, and
+/// takes `db` and `key` as its home from now on.
+pub fn watch(item: &SaleItem, db: c_int, key: &[u8], deadline: i64) {
+    let id = address(item);
+    let mut registry = registry();
+    let registry = &mut *registry;
+    match registry.homes.get_mut(&id) {
+        Some(home) => {
+            if home.db != db || *home.key != *key {
+                home.db = db;
+                home.key = key.into();
+            }
+            if deadline < home.due {
+                registry.due.remove(&(home.due, id));
+                registry.due.insert((deadline, id));
+                home.due = deadline;
+            }
+        }
+        None => {
+            let home = Home {
+                db,
+                key: key.into(),
+                due: deadline,
+            };
+            registry.homes.insert(id, home);
+            registry.due.insert((deadline, id));
+        }
+    }
+}
+
+/// Drops the entry of an item being freed. Runs on whatever thread frees
+/// the value (UNLINK and FLUSHALL ASYNC free in the background).
+pub fn forget(item: &SaleItem) {
+    let id = address(item);
+    let mut registry = registry();
+    if let Some(home) = registry.homes.remove(&id) {
+        registry.due.remove(&(home.due, id));
+        // A table sized for a past peak would hold its memory for good.
+        let (len, capacity) = (registry.homes.len(), registry.homes.capacity());
+        if capacity > 64 && len < capacity / 4 {
+            registry.homes.shrink_to(len * 2);
+        }
+    }
+}
+
+/// Follows SWAPDB: items of either database now live in the other.
+pub fn swap_dbs(first: c_int, second: c_int) {
+    for home in registry().homes.values_mut() {
+        if home.db == first {
+            home.db = second;
+        } else if home.db == second {
+            home.db = first;
+        }
+    }
+}
+
+/// Takes the earliest item due at `now` off the registry: its address
+/// and where it lived.
+pub fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
+    let mut registry = registry();
+    let &(due, id) = registry.due.first()?;
+    if due > now {
+        return None;
+    }
+    registry.due.remove(&(due, id));
+    let home = registry.homes.remove(&id)?;
+    Some((id, home.db, home.key))
+}
