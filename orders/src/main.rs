@@ -1,8 +1,15 @@
 //! seckill-orders: reads seckill order streams through a consumer group and
 //! writes one PostgreSQL row per order. An entry is acknowledged only once
-//! its transaction committed; entries a crashed consumer left pending are
-//! claimed after a while; an entry that keeps failing goes to a dead-letter
-//! stream with its error, and is acknowledged there.
+//! its transaction committed.
+//!
+//! It is meant to be left running: lost connections to Redis or
+//! PostgreSQL are re-established with capped exponential backoff, and no
+//! new entry is read while PostgreSQL is away. A row the database refuses
+//! is found within its batch and the rest committed; it goes to a
+//! dead-letter stream with the database's reasons once delivered too
+//! often. At start it re-reads its own pending entries, then takes over
+//! those other consumers left idle. It exits non-zero only when its
+//! configuration is wrong.
 
 mod event;
 mod store;
@@ -14,45 +21,76 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::Store;
+use store::{Store, StoreError};
 
 const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--stream KEY ...]
        [--redis-url URL] [--group NAME] [--consumer NAME]
-       [--claim-idle-ms MS] [--max-deliveries N]
+       [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
-  SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_MAX_DELIVERIES.
-Dead letters go to <stream>:dead.";
+  SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
+  SECKILL_MAX_DELIVERIES.
+The consumer name defaults to this host's name, so a restarted consumer
+finds its own pending entries. Dead letters go to <stream>:dead.
+Exit status: 0 when stopped by SIGINT or SIGTERM, 2 for a configuration
+error; lost connections are retried, never fatal.";
+
+/// Entries read or claimed per call.
+const PAGE: usize = 500;
+/// Longest wait between two reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 struct Config {
+    redis: redis::Client,
     redis_url: String,
-    postgres_url: String,
+    postgres: postgres::Config,
     streams: Vec<String>,
     group: String,
     consumer: String,
     claim_idle_ms: u64,
+    claim_page: usize,
     max_deliveries: u64,
+}
+
+/// This host's name: a consumer name that survives restarts.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "seckill-orders".to_owned())
 }
 
 impl Config {
     fn from_args() -> Result<Config, String> {
         let env = |name: &str| std::env::var(name).ok();
-        let mut config = Config {
-            redis_url: env("SECKILL_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379/".into()),
-            postgres_url: env("SECKILL_POSTGRES_URL").unwrap_or_default(),
-            streams: env("SECKILL_STREAMS")
-                .map(|streams| streams.split(',').map(str::to_owned).collect())
-                .unwrap_or_default(),
-            group: env("SECKILL_GROUP").unwrap_or_else(|| "seckill-orders".into()),
-            consumer: env("SECKILL_CONSUMER")
-                .unwrap_or_else(|| format!("consumer-{}", std::process::id())),
-            claim_idle_ms: env("SECKILL_CLAIM_IDLE_MS")
-                .and_then(|ms| ms.parse().ok())
-                .unwrap_or(5_000),
-            max_deliveries: env("SECKILL_MAX_DELIVERIES")
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(3),
+        let number = |flag: &str, value: &str| {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{flag}: not a number: {value:?}"))
+        };
+        let mut redis_url =
+            env("SECKILL_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
+        let mut postgres_url = env("SECKILL_POSTGRES_URL").unwrap_or_default();
+        let mut streams: Vec<String> = env("SECKILL_STREAMS")
+            .map(|streams| streams.split(',').map(str::to_owned).collect())
+            .unwrap_or_default();
+        let mut group = env("SECKILL_GROUP").unwrap_or_else(|| "seckill-orders".into());
+        let mut consumer = env("SECKILL_CONSUMER").unwrap_or_else(host_name);
+        let mut claim_idle_ms = match env("SECKILL_CLAIM_IDLE_MS") {
+            Some(value) => number("SECKILL_CLAIM_IDLE_MS", &value)?,
+            None => 5_000,
+        };
+        let mut claim_page = match env("SECKILL_CLAIM_PAGE") {
+            Some(value) => number("SECKILL_CLAIM_PAGE", &value)?,
+            None => PAGE as u64,
+        };
+        let mut max_deliveries = match env("SECKILL_MAX_DELIVERIES") {
+            Some(value) => number("SECKILL_MAX_DELIVERIES", &value)?,
+            None => 3,
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -60,27 +98,38 @@ impl Config {
                 return Err(String::new());
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            let number = || {
-                value
-                    .parse::<u64>()
-                    .map_err(|_| format!("{flag}: not a number"))
-            };
             match flag.as_str() {
-                "--redis-url" => config.redis_url = value,
-                "--postgres-url" => config.postgres_url = value,
-                "--stream" => config.streams.push(value),
-                "--group" => config.group = value,
-                "--consumer" => config.consumer = value,
-                "--claim-idle-ms" => config.claim_idle_ms = number()?,
-                "--max-deliveries" => config.max_deliveries = number()?.max(1),
+                "--redis-url" => redis_url = value,
+                "--postgres-url" => postgres_url = value,
+                "--stream" => streams.push(value),
+                "--group" => group = value,
+                "--consumer" => consumer = value,
+                "--claim-idle-ms" => claim_idle_ms = number(&flag, &value)?,
+                "--claim-page" => claim_page = number(&flag, &value)?,
+                "--max-deliveries" => max_deliveries = number(&flag, &value)?,
                 _ => return Err(format!("unknown flag {flag}")),
             }
         }
-        config.streams.retain(|stream| !stream.is_empty());
-        if config.postgres_url.is_empty() || config.streams.is_empty() {
+        streams.retain(|stream| !stream.is_empty());
+        if postgres_url.is_empty() || streams.is_empty() {
             return Err("a PostgreSQL URL and at least one stream are required".into());
         }
-        Ok(config)
+        let redis = redis::Client::open(redis_url.as_str())
+            .map_err(|err| format!("--redis-url {redis_url}: {err}"))?;
+        let postgres = postgres_url
+            .parse::<postgres::Config>()
+            .map_err(|err| format!("--postgres-url: {err}"))?;
+        Ok(Config {
+            redis,
+            redis_url,
+            postgres,
+            streams,
+            group,
+            consumer,
+            claim_idle_ms,
+            claim_page: usize::try_from(claim_page.max(1)).unwrap_or(PAGE),
+            max_deliveries: max_deliveries.max(1),
+        })
     }
 }
 
@@ -88,151 +137,298 @@ fn log(message: &str) {
     eprintln!("seckill-orders: {message}");
 }
 
-type Entry = (String, HashMap<String, String>);
+/// An entry as read: its ID and fields, or no fields when it was deleted
+/// from the stream while pending.
+type Entry = (String, Option<HashMap<String, String>>);
+
+/// Reads `[[id, [field, value, ...] | nil], ...]`.
+fn entries(value: &Value) -> Vec<Entry> {
+    let Value::Array(items) = value else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| {
+            let Value::Array(parts) = item else {
+                return None;
+            };
+            let id: String = redis::from_redis_value(parts.first()?.clone()).ok()?;
+            let fields = parts
+                .get(1)
+                .and_then(|fields| redis::from_redis_value(fields.clone()).ok());
+            Some((id, fields))
+        })
+        .collect()
+}
+
+/// Reads an XREADGROUP reply: `[[stream, entries], ...]` (or a map under
+/// RESP3), nil when nothing came.
+fn stream_entries(value: Value) -> Vec<(String, Vec<Entry>)> {
+    let pairs: Vec<(Value, Value)> = match value {
+        Value::Array(streams) => streams
+            .into_iter()
+            .filter_map(|stream| match stream {
+                Value::Array(mut parts) if parts.len() == 2 => {
+                    let entries = parts.pop()?;
+                    Some((parts.pop()?, entries))
+                }
+                _ => None,
+            })
+            .collect(),
+        Value::Map(pairs) => pairs,
+        _ => Vec::new(),
+    };
+    pairs
+        .into_iter()
+        .filter_map(|(name, list)| {
+            let name: String = redis::from_redis_value(name).ok()?;
+            Some((name, entries(&list)))
+        })
+        .collect()
+}
+
+/// A connection that is re-established with capped exponential backoff,
+/// logging once when it is lost and once when it is back.
+struct Link<T> {
+    what: &'static str,
+    live: Option<T>,
+    down_since: Option<Instant>,
+    attempts: u32,
+    next_attempt: Instant,
+    reconnects: u64,
+}
+
+impl<T> Link<T> {
+    fn new(what: &'static str) -> Link<T> {
+        Link {
+            what,
+            live: None,
+            down_since: None,
+            attempts: 0,
+            next_attempt: Instant::now(),
+            reconnects: 0,
+        }
+    }
+
+    /// The connection, connecting when due; `None` while it is down.
+    fn get(&mut self, connect: impl FnOnce() -> Result<T, String>) -> Option<&mut T> {
+        if self.live.is_none() && Instant::now() >= self.next_attempt {
+            match connect() {
+                Ok(connection) => {
+                    if let Some(since) = self.down_since.take() {
+                        self.reconnects += 1;
+                        log(&format!(
+                            "{}: reconnected after {:.1} s ({} attempts)",
+                            self.what,
+                            since.elapsed().as_secs_f64(),
+                            self.attempts
+                        ));
+                    }
+                    self.attempts = 0;
+                    self.live = Some(connection);
+                }
+                Err(cause) => self.failed(&cause),
+            }
+        }
+        self.live.as_mut()
+    }
+
+    /// Drops the connection after `cause`; it is retried later.
+    fn lost(&mut self, cause: &str) {
+        self.live = None;
+        self.failed(cause);
+    }
+
+    fn failed(&mut self, cause: &str) {
+        if self.down_since.is_none() {
+            self.down_since = Some(Instant::now());
+            log(&format!(
+                "{}: {cause}; retrying until it is back",
+                self.what
+            ));
+        }
+        let backoff = FIRST_BACKOFF
+            .saturating_mul(1 << self.attempts.min(8))
+            .min(MAX_BACKOFF);
+        self.attempts = self.attempts.saturating_add(1);
+        self.next_attempt = Instant::now() + backoff;
+    }
+
+    fn is_down(&self) -> bool {
+        self.live.is_none()
+    }
+}
+
+/// Why a step stopped early.
+enum Stop {
+    /// Redis failed; the connection is dropped.
+    Redis(String),
+    /// PostgreSQL is unavailable; the connection is dropped.
+    Store,
+}
 
 struct Consumer {
     config: Config,
-    redis: Connection,
-    store: Store,
+    redis: Link<Connection>,
+    store: Link<Store>,
+    /// Own pending entries re-read since the last (re)connection.
+    caught_up: bool,
     written: u64,
     dead: u64,
 }
 
 impl Consumer {
-    fn ensure_groups(&mut self) -> redis::RedisResult<()> {
-        for stream in &self.config.streams {
-            let created: redis::RedisResult<String> = redis::cmd("XGROUP")
+    fn redis(&mut self) -> Result<&mut Connection, Stop> {
+        let client = &self.config.redis;
+        let url = &self.config.redis_url;
+        self.redis
+            .get(|| {
+                client
+                    .get_connection()
+                    .map_err(|err| format!("Redis at {url}: {err}"))
+            })
+            .ok_or_else(|| Stop::Redis(String::new()))
+    }
+
+    fn store(&mut self) -> Result<&mut Store, Stop> {
+        let config = &self.config.postgres;
+        self.store
+            .get(|| Store::connect(config).map_err(|err| format!("PostgreSQL: {err}")))
+            .ok_or(Stop::Store)
+    }
+
+    fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Stop> {
+        let redis = self.redis()?;
+        cmd.query(redis).map_err(|err| {
+            let cause = format!("Redis: {err}");
+            if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
+                self.redis.lost(&cause);
+                self.caught_up = false;
+            }
+            Stop::Redis(cause)
+        })
+    }
+
+    fn ensure_groups(&mut self) -> Result<(), Stop> {
+        for stream in self.config.streams.clone() {
+            let mut create = redis::cmd("XGROUP");
+            create
                 .arg("CREATE")
-                .arg(stream)
+                .arg(&stream)
                 .arg(&self.config.group)
                 .arg("0")
-                .arg("MKSTREAM")
-                .query(&mut self.redis);
-            match created {
+                .arg("MKSTREAM");
+            match self.query::<String>(&create) {
                 Ok(_) => log(&format!("created group {} on {stream}", self.config.group)),
-                Err(err) if err.code() == Some("BUSYGROUP") => {}
-                Err(err) => return Err(err),
+                Err(Stop::Redis(cause)) if cause.contains("BUSYGROUP") => {}
+                Err(stop) => return Err(stop),
             }
         }
         Ok(())
     }
 
-    /// Writes the entries that parse in one transaction, then acknowledges
-    /// them; those that do not parse stay pending until claimed again.
-    fn handle(&mut self, stream: &str, entries: Vec<Entry>) -> Result<(), String> {
+    /// Writes what the entries say, acknowledging each entry once its
+    /// row committed. Entries that cannot be read, and rows the database
+    /// refuses, stay pending until delivered `--max-deliveries` times,
+    /// then go to the dead-letter stream.
+    fn handle(&mut self, stream: &str, entries: Vec<Entry>) -> Result<(), Stop> {
         let mut events = Vec::new();
-        let mut ids = Vec::new();
-        for (id, fields) in &entries {
-            match OrderEvent::parse(id, fields) {
-                Ok(event) => {
-                    events.push(event);
-                    ids.push(id.clone());
-                }
-                Err(reason) => log(&format!("{stream} {id}: {reason}; left pending")),
+        let mut settled = Vec::new();
+        for (id, fields) in entries {
+            let Some(fields) = fields else {
+                // Deleted from the stream while pending: nothing to write.
+                settled.push(id);
+                continue;
+            };
+            match OrderEvent::parse(&id, &fields) {
+                Ok(event) => events.push((id, fields, event)),
+                Err(reason) => self.refuse(stream, &id, &fields, &reason, None)?,
             }
         }
+        self.ack(stream, &settled)?;
+        self.write(stream, &events)
+    }
+
+    /// Commits `events`; when the database refuses one of them, splits the
+    /// batch to find it, commits the rest, and refuses that one alone.
+    fn write(
+        &mut self,
+        stream: &str,
+        events: &[(String, HashMap<String, String>, OrderEvent)],
+    ) -> Result<(), Stop> {
         if events.is_empty() {
             return Ok(());
         }
-        self.store
-            .apply(&events)
-            .map_err(|err| format!("PostgreSQL: {err}"))?;
-        redis::cmd("XACK")
-            .arg(stream)
-            .arg(&self.config.group)
-            .arg(&ids)
-            .query::<i64>(&mut self.redis)
-            .map_err(|err| format!("XACK: {err}"))?;
-        self.written += events.len() as u64;
-        Ok(())
-    }
-
-    /// New entries for this consumer, blocking up to half a second.
-    fn read_new(&mut self) -> redis::RedisResult<Vec<(String, Vec<Entry>)>> {
-        let mut read = redis::cmd("XREADGROUP");
-        read.arg("GROUP")
-            .arg(&self.config.group)
-            .arg(&self.config.consumer)
-            .arg("COUNT")
-            .arg(500)
-            .arg("BLOCK")
-            .arg(500)
-            .arg("STREAMS")
-            .arg(&self.config.streams);
-        for _ in &self.config.streams {
-            read.arg(">");
-        }
-        let reply: Option<Vec<(String, Vec<Entry>)>> = read.query(&mut self.redis)?;
-        Ok(reply.unwrap_or_default())
-    }
-
-    /// Takes over entries another consumer (or this one) left pending for
-    /// longer than the claim idle time; sends those delivered too often to
-    /// the dead-letter stream.
-    fn reclaim(&mut self, stream: &str) -> Result<(), String> {
-        let reply: Value = redis::cmd("XAUTOCLAIM")
-            .arg(stream)
-            .arg(&self.config.group)
-            .arg(&self.config.consumer)
-            .arg(self.config.claim_idle_ms)
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(500)
-            .query(&mut self.redis)
-            .map_err(|err| format!("XAUTOCLAIM: {err}"))?;
-        let Value::Array(parts) = reply else {
-            return Ok(());
-        };
-        let Some(claimed) = parts.get(1) else {
-            return Ok(());
-        };
-        let claimed: Vec<Entry> = redis::from_redis_value(claimed.clone()).unwrap_or_default();
-        if claimed.is_empty() {
-            return Ok(());
-        }
-        log(&format!(
-            "{stream}: claimed {} pending entries",
-            claimed.len()
-        ));
-        let mut retry = Vec::new();
-        for (id, fields) in claimed {
-            // Only an entry that cannot be read is poison: a valid order
-            // waits for PostgreSQL however long it is away.
-            let unreadable = OrderEvent::parse(&id, &fields).is_err();
-            if unreadable && self.deliveries(stream, &id) > self.config.max_deliveries {
-                self.bury(stream, &id, &fields)?;
-            } else {
-                retry.push((id, fields));
+        let rows: Vec<OrderEvent> = events.iter().map(|(.., event)| event.clone()).collect();
+        let store = self.store()?;
+        match store.apply(&rows) {
+            Ok(()) => {
+                let ids: Vec<String> = events.iter().map(|(id, ..)| id.clone()).collect();
+                self.ack(stream, &ids)?;
+                self.written += ids.len() as u64;
+                Ok(())
+            }
+            Err(StoreError::Refused { .. }) if events.len() > 1 => {
+                let (first, second) = events.split_at(events.len() / 2);
+                self.write(stream, first)?;
+                self.write(stream, second)
+            }
+            Err(refused @ StoreError::Refused { .. }) => {
+                let (id, fields, _) = &events[0];
+                self.refuse(stream, id, fields, &refused.to_string(), Some(&refused))
+            }
+            Err(StoreError::Unavailable(cause)) => {
+                let cause = format!("PostgreSQL: {cause}");
+                self.store.lost(&cause);
+                self.caught_up = false;
+                Err(Stop::Store)
             }
         }
-        self.handle(stream, retry)
     }
 
-    fn deliveries(&mut self, stream: &str, id: &str) -> u64 {
-        let pending: Vec<(String, String, u64, u64)> = redis::cmd("XPENDING")
-            .arg(stream)
-            .arg(&self.config.group)
-            .arg(id)
-            .arg(id)
-            .arg(1)
-            .query(&mut self.redis)
-            .unwrap_or_default();
-        pending
-            .first()
-            .map_or(0, |(_, _, _, deliveries)| *deliveries)
+    fn ack(&mut self, stream: &str, ids: &[String]) -> Result<(), Stop> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut ack = redis::cmd("XACK");
+        ack.arg(stream).arg(&self.config.group).arg(ids);
+        self.query::<i64>(&ack).map(|_| ())
     }
 
-    /// Copies a poison entry, with why it failed, to `<stream>:dead` and
-    /// acknowledges it, so that it stops coming back.
-    fn bury(
+    /// An entry that cannot be written: left pending to be tried again,
+    /// or, delivered too often already, sent to the dead-letter stream.
+    fn refuse(
         &mut self,
         stream: &str,
         id: &str,
         fields: &HashMap<String, String>,
-    ) -> Result<(), String> {
-        let reason = OrderEvent::parse(id, fields)
-            .err()
-            .unwrap_or_else(|| format!("failed {} deliveries", self.config.max_deliveries));
+        reason: &str,
+        refused: Option<&StoreError>,
+    ) -> Result<(), Stop> {
+        let mut pending = redis::cmd("XPENDING");
+        pending
+            .arg(stream)
+            .arg(&self.config.group)
+            .arg(id)
+            .arg(id)
+            .arg(1);
+        let pending: Vec<(String, String, u64, u64)> = self.query(&pending)?;
+        let deliveries = pending.first().map_or(0, |(.., deliveries)| *deliveries);
+        if deliveries < self.config.max_deliveries {
+            log(&format!(
+                "{stream} {id}: {reason}; left pending (delivery {deliveries} of {})",
+                self.config.max_deliveries
+            ));
+            return Ok(());
+        }
+        let (sqlstate, constraint) = match refused {
+            Some(StoreError::Refused {
+                sqlstate,
+                constraint,
+                ..
+            }) => (sqlstate.as_str(), constraint.as_str()),
+            _ => ("", ""),
+        };
         let mut add = redis::cmd("XADD");
         add.arg(format!("{stream}:dead"))
             .arg("*")
@@ -241,40 +437,165 @@ impl Consumer {
             .arg("id")
             .arg(id)
             .arg("error")
-            .arg(&reason);
+            .arg(reason)
+            .arg("sqlstate")
+            .arg(sqlstate)
+            .arg("constraint")
+            .arg(constraint);
         for (field, value) in fields {
             add.arg(field).arg(value);
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .add_command(add)
-            .cmd("XACK")
-            .arg(stream)
-            .arg(&self.config.group)
-            .arg(id);
-        pipe.query::<()>(&mut self.redis)
-            .map_err(|err| format!("dead letter: {err}"))?;
+        let mut ack = redis::cmd("XACK");
+        ack.arg(stream).arg(&self.config.group).arg(id);
+        let mut both = redis::pipe();
+        both.atomic().add_command(add).add_command(ack);
+        let redis = self.redis()?;
+        if let Err(err) = both.query::<()>(redis) {
+            let cause = format!("Redis: dead letter: {err}");
+            self.redis.lost(&cause);
+            return Err(Stop::Redis(cause));
+        }
         self.dead += 1;
         log(&format!("{stream} {id}: sent to {stream}:dead ({reason})"));
         Ok(())
     }
+
+    /// Entries read for `start` (`>` for new ones, an ID for this
+    /// consumer's own pending ones after it).
+    fn read(&mut self, start: &str, block: bool) -> Result<Vec<(String, Vec<Entry>)>, Stop> {
+        let mut read = redis::cmd("XREADGROUP");
+        read.arg("GROUP")
+            .arg(&self.config.group)
+            .arg(&self.config.consumer)
+            .arg("COUNT")
+            .arg(PAGE);
+        if block {
+            read.arg("BLOCK").arg(500);
+        }
+        read.arg("STREAMS").arg(&self.config.streams);
+        for _ in &self.config.streams {
+            read.arg(start);
+        }
+        match self.query::<Value>(&read) {
+            Ok(reply) => Ok(stream_entries(reply)),
+            Err(Stop::Redis(cause)) if cause.contains("NOGROUP") => {
+                // The stream was deleted and created again: its group too.
+                self.ensure_groups()?;
+                Ok(Vec::new())
+            }
+            Err(stop) => Err(stop),
+        }
+    }
+
+    /// Re-reads this consumer's own pending entries, at full speed, one
+    /// page after another, for each stream.
+    fn catch_up(&mut self) -> Result<(), Stop> {
+        for stream in self.config.streams.clone() {
+            let mut after = "0-0".to_owned();
+            loop {
+                let mut read = redis::cmd("XREADGROUP");
+                read.arg("GROUP")
+                    .arg(&self.config.group)
+                    .arg(&self.config.consumer)
+                    .arg("COUNT")
+                    .arg(PAGE)
+                    .arg("STREAMS")
+                    .arg(&stream)
+                    .arg(&after);
+                let reply: Value = self.query(&read)?;
+                let Some((_, entries)) = stream_entries(reply).into_iter().next() else {
+                    break;
+                };
+                let Some((last, _)) = entries.last() else {
+                    break;
+                };
+                let next = last.clone();
+                if next == after {
+                    break;
+                }
+                after = next;
+                self.handle(&stream, entries)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes over entries left pending longer than the claim idle time, by
+    /// any consumer (this one too), following the XAUTOCLAIM cursor to the
+    /// end, a page at a time.
+    fn claim_idle(&mut self) -> Result<(), Stop> {
+        for stream in self.config.streams.clone() {
+            let mut cursor = "0-0".to_owned();
+            loop {
+                let mut claim = redis::cmd("XAUTOCLAIM");
+                claim
+                    .arg(&stream)
+                    .arg(&self.config.group)
+                    .arg(&self.config.consumer)
+                    .arg(self.config.claim_idle_ms)
+                    .arg(&cursor)
+                    .arg("COUNT")
+                    .arg(self.config.claim_page);
+                let reply: Value = self.query(&claim)?;
+                let Value::Array(parts) = reply else {
+                    break;
+                };
+                let next: String = parts
+                    .first()
+                    .and_then(|next| redis::from_redis_value(next.clone()).ok())
+                    .unwrap_or_else(|| "0-0".to_owned());
+                let claimed = parts.get(1).map(entries).unwrap_or_default();
+                if !claimed.is_empty() {
+                    log(&format!("{stream}: claimed {} idle entries", claimed.len()));
+                    self.handle(&stream, claimed)?;
+                }
+                if next == "0-0" {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(())
+    }
+
+    /// One round: (re)connect what is down, catch up after a
+    /// (re)connection, then read new entries. Nothing new is read while
+    /// PostgreSQL is away: entries are only taken when they can be written.
+    fn step(&mut self, claim_due: bool) -> Result<(), Stop> {
+        self.redis()?;
+        self.store()?;
+        if !self.caught_up {
+            self.ensure_groups()?;
+            self.catch_up()?;
+            self.claim_idle()?;
+            self.caught_up = true;
+        } else if claim_due {
+            self.claim_idle()?;
+        }
+        for (stream, entries) in self.read(">", true)? {
+            self.handle(&stream, entries)?;
+        }
+        Ok(())
+    }
 }
 
-fn run(config: Config, stop: &AtomicBool) -> Result<(), String> {
-    let redis = redis::Client::open(config.redis_url.as_str())
-        .and_then(|client| client.get_connection())
-        .map_err(|err| format!("Redis at {}: {err}", config.redis_url))?;
-    let store = Store::connect(&config.postgres_url).map_err(|err| format!("PostgreSQL: {err}"))?;
+/// Sleeps `duration`, or less if asked to stop.
+fn nap(duration: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + duration;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
+    }
+}
+
+fn run(config: Config, stop: &AtomicBool) {
     let mut consumer = Consumer {
         config,
-        redis,
-        store,
+        redis: Link::new("Redis"),
+        store: Link::new("PostgreSQL"),
+        caught_up: false,
         written: 0,
         dead: 0,
     };
-    consumer
-        .ensure_groups()
-        .map_err(|err| format!("XGROUP: {err}"))?;
     log(&format!(
         "consuming {} as {} in group {}",
         consumer.config.streams.join(", "),
@@ -284,39 +605,38 @@ fn run(config: Config, stop: &AtomicBool) -> Result<(), String> {
     let claim_every = Duration::from_millis(consumer.config.claim_idle_ms.clamp(100, 5_000));
     let mut last_claim = Instant::now();
     let mut last_report = Instant::now();
-    let mut reported = 0;
+    let mut reported = (0, 0);
     while !stop.load(Ordering::Relaxed) {
-        for (stream, entries) in consumer
-            .read_new()
-            .map_err(|err| format!("XREADGROUP: {err}"))?
-        {
-            if let Err(err) = consumer.handle(&stream, entries) {
-                // Not acknowledged: the entries come back through a claim.
-                log(&format!("{stream}: {err}; will retry"));
-            }
-        }
-        if last_claim.elapsed() >= claim_every {
-            for stream in consumer.config.streams.clone() {
-                if let Err(err) = consumer.reclaim(&stream) {
-                    log(&format!("{stream}: {err}; will retry"));
-                }
-            }
+        let claim_due = last_claim.elapsed() >= claim_every;
+        if claim_due {
             last_claim = Instant::now();
         }
-        if last_report.elapsed() >= Duration::from_secs(5) && consumer.written != reported {
+        if consumer.step(claim_due).is_err() {
+            // The link that failed logged it and set when to retry.
+            let wait = [&consumer.redis.next_attempt, &consumer.store.next_attempt]
+                .into_iter()
+                .filter(|_| consumer.redis.is_down() || consumer.store.is_down())
+                .map(|at| at.saturating_duration_since(Instant::now()))
+                .max()
+                .unwrap_or(FIRST_BACKOFF)
+                .max(Duration::from_millis(10));
+            nap(wait, stop);
+        }
+        if last_report.elapsed() >= Duration::from_secs(5)
+            && (consumer.written, consumer.dead) != reported
+        {
             log(&format!(
                 "{} orders written, {} dead letters",
                 consumer.written, consumer.dead
             ));
-            reported = consumer.written;
+            reported = (consumer.written, consumer.dead);
             last_report = Instant::now();
         }
     }
     log(&format!(
-        "stopping: {} orders written, {} dead letters",
-        consumer.written, consumer.dead
+        "stopping: {} orders written, {} dead letters, {} Redis and {} PostgreSQL reconnects",
+        consumer.written, consumer.dead, consumer.redis.reconnects, consumer.store.reconnects
     ));
-    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -324,7 +644,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(problem) => {
             if !problem.is_empty() {
-                log(&problem);
+                log(&format!("configuration error: {problem}"));
             }
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -336,11 +656,6 @@ fn main() -> ExitCode {
             log(&format!("cannot handle signal {signal}: {err}"));
         }
     }
-    match run(config, &stop) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            log(&err);
-            ExitCode::FAILURE
-        }
-    }
+    run(config, &stop);
+    ExitCode::SUCCESS
 }

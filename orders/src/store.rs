@@ -2,13 +2,94 @@
 //! redelivered or reordered entry never moves an order backwards.
 
 use crate::event::OrderEvent;
+use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
 pub struct Store {
     client: Client,
 }
 
-const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS seckill_orders (
+/// Why a write failed.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The database refused the data itself (SQLSTATE class 22 data
+    /// exception, 23 integrity constraint violation, 42 syntax or access
+    /// rule): the same rows will fail again, whoever sends them.
+    Refused {
+        sqlstate: String,
+        constraint: String,
+        message: String,
+    },
+    /// The connection or the server failed: the rows are fine, try later.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Refused {
+                sqlstate,
+                constraint,
+                message,
+            } if constraint.is_empty() => write!(f, "refused ({sqlstate}): {message}"),
+            StoreError::Refused {
+                sqlstate,
+                constraint,
+                message,
+            } => write!(f, "refused ({sqlstate}, {constraint}): {message}"),
+            StoreError::Unavailable(cause) => write!(f, "unavailable: {cause}"),
+        }
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(error: postgres::Error) -> Self {
+        let refused = error.code().map(SqlState::code).is_some_and(|code| {
+            ["22", "23", "42"]
+                .iter()
+                .any(|class| code.starts_with(class))
+                && !SCHEMA_OR_RIGHTS.contains(&code)
+        });
+        match error.as_db_error() {
+            Some(db) if refused => StoreError::Refused {
+                sqlstate: db.code().code().to_owned(),
+                constraint: db.constraint().unwrap_or_default().to_owned(),
+                message: db.message().to_owned(),
+            },
+            // The error's own text, with its source (an I/O error, a
+            // closed connection), never a bare "db error".
+            Some(db) => StoreError::Unavailable(format!(
+                "{} ({}): {}",
+                db.severity(),
+                db.code().code(),
+                db.message()
+            )),
+            None => StoreError::Unavailable(describe(&error)),
+        }
+    }
+}
+
+/// An error with the chain of its causes.
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Class 42 codes that say nothing about a row: a missing table, column or
+/// function, or missing rights. Every row would fail alike; they are
+/// treated as the database being unavailable (reconnecting re-creates the
+/// schema), never as poison.
+const SCHEMA_OR_RIGHTS: [&str; 4] = ["42P01", "42703", "42883", "42501"];
+
+/// Schema versions, applied in order, each once, under an advisory lock so
+/// that consumers starting together never race to create the same table.
+const MIGRATIONS: [&str; 1] = ["CREATE TABLE IF NOT EXISTS seckill_orders (
     item text NOT NULL,
     order_id text NOT NULL,
     user_id text NOT NULL,
@@ -20,7 +101,10 @@ const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS seckill_orders (
     last_entry_ms bigint NOT NULL,
     last_entry_seq bigint NOT NULL,
     PRIMARY KEY (item, order_id)
-)";
+)"];
+
+/// The advisory lock key that serialises schema changes ("seckill" in hex).
+const SCHEMA_LOCK: i64 = 0x0073_6563_6b69_6c6c;
 
 /// Inserts the order, or moves it on, but only from an older stream entry:
 /// a redelivered entry, or one claimed out of order, changes nothing.
@@ -38,15 +122,15 @@ const UPSERT: &str = "INSERT INTO seckill_orders AS o
         < (EXCLUDED.last_entry_ms, EXCLUDED.last_entry_seq)";
 
 impl Store {
-    /// Connects and creates the table when missing.
-    pub fn connect(url: &str) -> Result<Store, postgres::Error> {
-        let mut client = Client::connect(url, NoTls)?;
-        client.batch_execute(CREATE_TABLE)?;
+    /// Connects and brings the schema to the current version.
+    pub fn connect(config: &postgres::Config) -> Result<Store, StoreError> {
+        let mut client = config.connect(NoTls)?;
+        migrate(&mut client)?;
         Ok(Store { client })
     }
 
     /// Applies `events` in one transaction: all of them, or none.
-    pub fn apply(&mut self, events: &[OrderEvent]) -> Result<(), postgres::Error> {
+    pub fn apply(&mut self, events: &[OrderEvent]) -> Result<(), StoreError> {
         let mut transaction = self.client.transaction()?;
         let upsert = transaction.prepare(UPSERT)?;
         for event in events {
@@ -65,6 +149,33 @@ impl Store {
                 ],
             )?;
         }
-        transaction.commit()
+        Ok(transaction.commit()?)
     }
+}
+
+fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&SCHEMA_LOCK])?;
+    let result = (|| {
+        client.batch_execute(
+            "CREATE TABLE IF NOT EXISTS seckill_orders_schema (version integer NOT NULL)",
+        )?;
+        let current: i32 = client
+            .query_opt("SELECT max(version) FROM seckill_orders_schema", &[])?
+            .and_then(|row| row.get::<_, Option<i32>>(0))
+            .unwrap_or(0);
+        for (version, migration) in (1..).zip(MIGRATIONS) {
+            if version > current {
+                let mut transaction = client.transaction()?;
+                transaction.batch_execute(migration)?;
+                transaction.execute(
+                    "INSERT INTO seckill_orders_schema (version) VALUES ($1)",
+                    &[&version],
+                )?;
+                transaction.commit()?;
+            }
+        }
+        Ok(())
+    })();
+    client.execute("SELECT pg_advisory_unlock($1)", &[&SCHEMA_LOCK])?;
+    result
 }
