@@ -12,9 +12,11 @@
 //! configuration is wrong.
 
 mod event;
+mod metrics;
 mod store;
 
 use event::OrderEvent;
+use metrics::Metrics;
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -26,11 +28,13 @@ use store::{Store, StoreError};
 const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--stream KEY ...]
        [--redis-url URL] [--group NAME] [--consumer NAME]
        [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
+       [--metrics-addr HOST:PORT]
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
   SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
-  SECKILL_MAX_DELIVERIES.
+  SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR.
+With --metrics-addr, Prometheus metrics are served at /metrics.
 The consumer name defaults to this host's name, so a restarted consumer
 finds its own pending entries. Dead letters go to <stream>:dead.
 Exit status: 0 when stopped by SIGINT or SIGTERM, 2 for a configuration
@@ -52,6 +56,7 @@ struct Config {
     claim_idle_ms: u64,
     claim_page: usize,
     max_deliveries: u64,
+    metrics_addr: Option<String>,
 }
 
 /// This host's name: a consumer name that survives restarts.
@@ -92,6 +97,7 @@ impl Config {
             Some(value) => number("SECKILL_MAX_DELIVERIES", &value)?,
             None => 3,
         };
+        let mut metrics_addr = env("SECKILL_METRICS_ADDR").filter(|addr| !addr.is_empty());
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             if flag == "--help" || flag == "-h" {
@@ -107,6 +113,7 @@ impl Config {
                 "--claim-idle-ms" => claim_idle_ms = number(&flag, &value)?,
                 "--claim-page" => claim_page = number(&flag, &value)?,
                 "--max-deliveries" => max_deliveries = number(&flag, &value)?,
+                "--metrics-addr" => metrics_addr = Some(value),
                 _ => return Err(format!("unknown flag {flag}")),
             }
         }
@@ -129,6 +136,7 @@ impl Config {
             claim_idle_ms,
             claim_page: usize::try_from(claim_page.max(1)).unwrap_or(PAGE),
             max_deliveries: max_deliveries.max(1),
+            metrics_addr,
         })
     }
 }
@@ -273,8 +281,7 @@ struct Consumer {
     store: Link<Store>,
     /// Own pending entries re-read since the last (re)connection.
     caught_up: bool,
-    written: u64,
-    dead: u64,
+    metrics: Arc<Metrics>,
 }
 
 impl Consumer {
@@ -332,6 +339,7 @@ impl Consumer {
     /// refuses, stay pending until delivered `--max-deliveries` times,
     /// then go to the dead-letter stream.
     fn handle(&mut self, stream: &str, entries: Vec<Entry>) -> Result<(), Stop> {
+        self.metrics.read.inc_by(entries.len() as u64);
         let mut events = Vec::new();
         let mut settled = Vec::new();
         for (id, fields) in entries {
@@ -365,7 +373,7 @@ impl Consumer {
             Ok(()) => {
                 let ids: Vec<String> = events.iter().map(|(id, ..)| id.clone()).collect();
                 self.ack(stream, &ids)?;
-                self.written += ids.len() as u64;
+                self.metrics.written.inc_by(ids.len() as u64);
                 Ok(())
             }
             Err(StoreError::Refused { .. }) if events.len() > 1 => {
@@ -455,7 +463,7 @@ impl Consumer {
             self.redis.lost(&cause);
             return Err(Stop::Redis(cause));
         }
-        self.dead += 1;
+        self.metrics.dead.inc();
         log(&format!("{stream} {id}: sent to {stream}:dead ({reason})"));
         Ok(())
     }
@@ -558,6 +566,46 @@ impl Consumer {
         Ok(())
     }
 
+    /// Refreshes the gauges: entries pending for this consumer, and the
+    /// group's lag behind each stream.
+    fn measure(&mut self) -> Result<(), Stop> {
+        for stream in self.config.streams.clone() {
+            let mut summary = redis::cmd("XPENDING");
+            summary.arg(&stream).arg(&self.config.group);
+            let summary: Value = self.query(&summary)?;
+            let mine = match &summary {
+                Value::Array(parts) => parts
+                    .get(3)
+                    .and_then(|consumers| {
+                        redis::from_redis_value::<Vec<(String, i64)>>(consumers.clone()).ok()
+                    })
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|(name, _)| *name == self.config.consumer)
+                    .map_or(0, |(_, count)| count),
+                _ => 0,
+            };
+            self.metrics.pending.with_label_values(&[&stream]).set(mine);
+            let mut groups = redis::cmd("XINFO");
+            groups.arg("GROUPS").arg(&stream);
+            let groups: Vec<HashMap<String, Value>> = self.query(&groups)?;
+            let lag = groups
+                .iter()
+                .find(|group| {
+                    group
+                        .get("name")
+                        .and_then(|name| redis::from_redis_value::<String>(name.clone()).ok())
+                        .is_some_and(|name| name == self.config.group)
+                })
+                .and_then(|group| group.get("lag"))
+                .and_then(|lag| redis::from_redis_value::<i64>(lag.clone()).ok());
+            if let Some(lag) = lag {
+                self.metrics.lag.with_label_values(&[&stream]).set(lag);
+            }
+        }
+        Ok(())
+    }
+
     /// One round: (re)connect what is down, catch up after a
     /// (re)connection, then read new entries. Nothing new is read while
     /// PostgreSQL is away: entries are only taken when they can be written.
@@ -587,14 +635,13 @@ fn nap(duration: Duration, stop: &AtomicBool) {
     }
 }
 
-fn run(config: Config, stop: &AtomicBool) {
+fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
     let mut consumer = Consumer {
         config,
         redis: Link::new("Redis"),
         store: Link::new("PostgreSQL"),
         caught_up: false,
-        written: 0,
-        dead: 0,
+        metrics,
     };
     log(&format!(
         "consuming {} as {} in group {}",
@@ -604,14 +651,21 @@ fn run(config: Config, stop: &AtomicBool) {
     ));
     let claim_every = Duration::from_millis(consumer.config.claim_idle_ms.clamp(100, 5_000));
     let mut last_claim = Instant::now();
+    let mut last_measure = Instant::now();
     let mut last_report = Instant::now();
     let mut reported = (0, 0);
+    let mut reconnects = (0, 0);
     while !stop.load(Ordering::Relaxed) {
         let claim_due = last_claim.elapsed() >= claim_every;
         if claim_due {
             last_claim = Instant::now();
         }
-        if consumer.step(claim_due).is_err() {
+        let mut stepped = consumer.step(claim_due);
+        if stepped.is_ok() && last_measure.elapsed() >= Duration::from_secs(1) {
+            stepped = consumer.measure();
+            last_measure = Instant::now();
+        }
+        if stepped.is_err() {
             // The link that failed logged it and set when to retry.
             let wait = [&consumer.redis.next_attempt, &consumer.store.next_attempt]
                 .into_iter()
@@ -622,20 +676,31 @@ fn run(config: Config, stop: &AtomicBool) {
                 .max(Duration::from_millis(10));
             nap(wait, stop);
         }
-        if last_report.elapsed() >= Duration::from_secs(5)
-            && (consumer.written, consumer.dead) != reported
-        {
+        let now_reconnects = (consumer.redis.reconnects, consumer.store.reconnects);
+        let metrics = &consumer.metrics.reconnects;
+        metrics
+            .with_label_values(&["redis"])
+            .inc_by(now_reconnects.0 - reconnects.0);
+        metrics
+            .with_label_values(&["postgres"])
+            .inc_by(now_reconnects.1 - reconnects.1);
+        reconnects = now_reconnects;
+        let counts = (consumer.metrics.written.get(), consumer.metrics.dead.get());
+        if last_report.elapsed() >= Duration::from_secs(5) && counts != reported {
             log(&format!(
                 "{} orders written, {} dead letters",
-                consumer.written, consumer.dead
+                counts.0, counts.1
             ));
-            reported = (consumer.written, consumer.dead);
+            reported = counts;
             last_report = Instant::now();
         }
     }
     log(&format!(
         "stopping: {} orders written, {} dead letters, {} Redis and {} PostgreSQL reconnects",
-        consumer.written, consumer.dead, consumer.redis.reconnects, consumer.store.reconnects
+        consumer.metrics.written.get(),
+        consumer.metrics.dead.get(),
+        consumer.redis.reconnects,
+        consumer.store.reconnects
     ));
 }
 
@@ -650,12 +715,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let metrics = Arc::new(Metrics::new());
+    if let Some(addr) = &config.metrics_addr {
+        if let Err(err) = metrics.serve(addr) {
+            log(&format!("configuration error: --metrics-addr {err}"));
+            return ExitCode::from(2);
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(err) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
             log(&format!("cannot handle signal {signal}: {err}"));
         }
     }
-    run(config, &stop);
+    run(config, metrics, &stop);
     ExitCode::SUCCESS
 }
