@@ -136,10 +136,16 @@ impl Server {
     }
 
     fn launch(&mut self) {
-        // A port picked as free can be taken before the server binds it;
-        // then the server exits and we try another.
-        for _ in 0..5 {
-            self.port = free_port();
+        // A restart takes its old port back first, so that clients holding
+        // its address follow it. A port picked as free can be taken before
+        // the server binds it; then the server exits and we try another.
+        let previous = self.port;
+        for attempt in 0..5 {
+            self.port = if attempt == 0 && previous != 0 {
+                previous
+            } else {
+                free_port()
+            };
             let mut command = Command::new(server_binary());
             command
                 .current_dir(self.dir.path())
@@ -254,6 +260,14 @@ impl Server {
     pub fn restart(&mut self) {
         self.stop();
         self.launch();
+    }
+
+    /// Starts a server `stop`ped before again, on the same directory and
+    /// configuration, and on the same port while it is free.
+    pub fn start_again(&mut self) {
+        if self.child.is_none() {
+            self.launch();
+        }
     }
 }
 

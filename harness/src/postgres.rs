@@ -190,3 +190,46 @@ impl Drop for Postgres {
             .output();
     }
 }
+
+impl Postgres {
+    /// The server options `start` launches the cluster with (port, loopback
+    /// only, socket directory, connection limit).
+    fn server_options(&self) -> String {
+        format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
+             -c max_connections=200",
+            self.port,
+            self.dir.path().display()
+        )
+    }
+
+    /// Stops the cluster the way an operator's fast shutdown does: open
+    /// sessions are ended, their transactions rolled back, and the call
+    /// returns once the server is down. `start_again` brings it back.
+    pub fn stop(&mut self) {
+        checked(
+            "pg_ctl stop",
+            self.server_tool("pg_ctl")
+                .args(["-w", "-m", "fast", "-D"])
+                .arg(self.data_dir())
+                .arg("stop")
+                .output(),
+        );
+    }
+
+    /// Starts the cluster stopped by `stop` again, on the same port and
+    /// data directory, and returns once it accepts connections.
+    pub fn start_again(&mut self) {
+        let options = self.server_options();
+        checked(
+            "pg_ctl start",
+            self.server_tool("pg_ctl")
+                .args(["-w", "-D"])
+                .arg(self.data_dir())
+                .arg("-l")
+                .arg(self.dir.path().join("server.log"))
+                .args(["-o", &options, "start"])
+                .output(),
+        );
+    }
+}
