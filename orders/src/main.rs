@@ -42,6 +42,9 @@ error; lost connections are retried, never fatal.";
 
 /// Entries read or claimed per call.
 const PAGE: usize = 500;
+/// How long a silent network may keep a request waiting before the
+/// connection counts as lost.
+const NETWORK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait between two reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -123,9 +126,19 @@ impl Config {
         }
         let redis = redis::Client::open(redis_url.as_str())
             .map_err(|err| format!("--redis-url {redis_url}: {err}"))?;
-        let postgres = postgres_url
+        let mut postgres = postgres_url
             .parse::<postgres::Config>()
             .map_err(|err| format!("--postgres-url: {err}"))?;
+        // A host that vanishes (a crash, a network cut) must fail the
+        // connection rather than leave a write waiting forever; settings
+        // given in the URL win.
+        if postgres.get_connect_timeout().is_none() {
+            postgres.connect_timeout(NETWORK_TIMEOUT);
+        }
+        if postgres.get_tcp_user_timeout().is_none() {
+            postgres.tcp_user_timeout(NETWORK_TIMEOUT);
+        }
+        postgres.keepalives(true);
         Ok(Config {
             redis,
             redis_url,
@@ -290,9 +303,16 @@ impl Consumer {
         let url = &self.config.redis_url;
         self.redis
             .get(|| {
-                client
-                    .get_connection()
-                    .map_err(|err| format!("Redis at {url}: {err}"))
+                let connection = client
+                    .get_connection_with_timeout(NETWORK_TIMEOUT)
+                    .map_err(|err| format!("Redis at {url}: {err}"))?;
+                // Reads block at most half a second (XREADGROUP BLOCK 500):
+                // a reply this late means the server or the path is gone.
+                connection
+                    .set_read_timeout(Some(NETWORK_TIMEOUT))
+                    .and_then(|()| connection.set_write_timeout(Some(NETWORK_TIMEOUT)))
+                    .map_err(|err| format!("Redis at {url}: {err}"))?;
+                Ok(connection)
             })
             .ok_or_else(|| Stop::Redis(String::new()))
     }
