@@ -40,6 +40,8 @@ finds its own pending entries. Dead letters go to <stream>:dead.
 Exit status: 0 when stopped by SIGINT or SIGTERM, 2 for a configuration
 error; lost connections are retried, never fatal.";
 
+/// Refused entries tracked at most (see `Consumer::refuse`).
+const MAX_TRACKED_REFUSALS: usize = 100_000;
 /// Entries read or claimed per call.
 const PAGE: usize = 500;
 /// How long a silent network may keep a request waiting before the
@@ -158,9 +160,45 @@ fn log(message: &str) {
     eprintln!("seckill-orders: {message}");
 }
 
-/// An entry as read: its ID and fields, or no fields when it was deleted
-/// from the stream while pending.
-type Entry = (String, Option<HashMap<String, String>>);
+/// An entry's fields, as read.
+enum Fields {
+    /// Deleted from the stream while pending (XDEL, trimming).
+    Deleted,
+    Text(HashMap<String, String>),
+    /// Not all UTF-8: kept as bytes, to be dead-lettered as they are.
+    Bytes(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+type Entry = (String, Fields);
+
+fn fields(value: Option<&Value>) -> Fields {
+    let Some(Value::Array(items)) = value else {
+        return Fields::Deleted;
+    };
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = items
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [field, value] => Some((
+                redis::from_redis_value(field.clone()).ok()?,
+                redis::from_redis_value(value.clone()).ok()?,
+            )),
+            _ => None,
+        })
+        .collect();
+    let text: Option<HashMap<String, String>> = pairs
+        .iter()
+        .map(|(field, value)| {
+            Some((
+                String::from_utf8(field.clone()).ok()?,
+                String::from_utf8(value.clone()).ok()?,
+            ))
+        })
+        .collect();
+    match text {
+        Some(text) => Fields::Text(text),
+        None => Fields::Bytes(pairs),
+    }
+}
 
 /// Reads `[[id, [field, value, ...] | nil], ...]`.
 fn entries(value: &Value) -> Vec<Entry> {
@@ -174,10 +212,7 @@ fn entries(value: &Value) -> Vec<Entry> {
                 return None;
             };
             let id: String = redis::from_redis_value(parts.first()?.clone()).ok()?;
-            let fields = parts
-                .get(1)
-                .and_then(|fields| redis::from_redis_value(fields.clone()).ok());
-            Some((id, fields))
+            Some((id, fields(parts.get(1))))
         })
         .collect()
 }
@@ -208,8 +243,11 @@ fn stream_entries(value: Value) -> Vec<(String, Vec<Entry>)> {
         .collect()
 }
 
-/// A connection that is re-established with capped exponential backoff,
-/// logging once when it is lost and once when it is back.
+/// A connection that is re-established with capped exponential backoff.
+/// An outage is logged once when it starts and once when it ends, with
+/// its cause; it ends only when the link has worked again (`healthy`), so
+/// a server that accepts connections but fails every request keeps the
+/// backoff growing instead of being hammered.
 struct Link<T> {
     what: &'static str,
     live: Option<T>,
@@ -235,19 +273,7 @@ impl<T> Link<T> {
     fn get(&mut self, connect: impl FnOnce() -> Result<T, String>) -> Option<&mut T> {
         if self.live.is_none() && Instant::now() >= self.next_attempt {
             match connect() {
-                Ok(connection) => {
-                    if let Some(since) = self.down_since.take() {
-                        self.reconnects += 1;
-                        log(&format!(
-                            "{}: reconnected after {:.1} s ({} attempts)",
-                            self.what,
-                            since.elapsed().as_secs_f64(),
-                            self.attempts
-                        ));
-                    }
-                    self.attempts = 0;
-                    self.live = Some(connection);
-                }
+                Ok(connection) => self.live = Some(connection),
                 Err(cause) => self.failed(&cause),
             }
         }
@@ -260,6 +286,8 @@ impl<T> Link<T> {
         self.failed(cause);
     }
 
+    /// Counts a failure of the link, connected or not: backs off, and logs
+    /// if this starts an outage.
     fn failed(&mut self, cause: &str) {
         if self.down_since.is_none() {
             self.down_since = Some(Instant::now());
@@ -275,8 +303,24 @@ impl<T> Link<T> {
         self.next_attempt = Instant::now() + backoff;
     }
 
-    fn is_down(&self) -> bool {
-        self.live.is_none()
+    /// The link did its work: an outage, if any, is over.
+    fn healthy(&mut self) {
+        if let Some(since) = self.down_since.take() {
+            self.reconnects += 1;
+            log(&format!(
+                "{}: back after {:.1} s ({} attempts)",
+                self.what,
+                since.elapsed().as_secs_f64(),
+                self.attempts
+            ));
+        }
+        self.attempts = 0;
+    }
+
+    /// True while backing off after a failure: nothing is tried before
+    /// `next_attempt`.
+    fn backing_off(&self) -> bool {
+        self.down_since.is_some() && Instant::now() < self.next_attempt
     }
 }
 
@@ -294,11 +338,26 @@ struct Consumer {
     store: Link<Store>,
     /// Own pending entries re-read since the last (re)connection.
     caught_up: bool,
+    /// Times each (stream, entry) was refused, until written or buried.
+    refusals: HashMap<(String, String), u64>,
+    /// Why the last dead letter could not be written, said once.
+    dead_letter_refused: Option<String>,
     metrics: Arc<Metrics>,
+}
+
+/// Text fields as the byte pairs a dead letter carries.
+fn text_pairs(fields: &HashMap<String, String>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fields
+        .iter()
+        .map(|(field, value)| (field.clone().into_bytes(), value.clone().into_bytes()))
+        .collect()
 }
 
 impl Consumer {
     fn redis(&mut self) -> Result<&mut Connection, Stop> {
+        if self.redis.backing_off() {
+            return Err(Stop::Redis(String::new()));
+        }
         let client = &self.config.redis;
         let url = &self.config.redis_url;
         self.redis
@@ -318,6 +377,9 @@ impl Consumer {
     }
 
     fn store(&mut self) -> Result<&mut Store, Stop> {
+        if self.store.backing_off() {
+            return Err(Stop::Store);
+        }
         let config = &self.config.postgres;
         self.store
             .get(|| Store::connect(config).map_err(|err| format!("PostgreSQL: {err}")))
@@ -325,12 +387,28 @@ impl Consumer {
     }
 
     fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Stop> {
+        self.query_counting(cmd, true)
+    }
+
+    /// Runs `cmd`. A lost connection is always dropped and retried; any
+    /// other error counts against the link only if `counts`: a refused
+    /// dead letter is about its key, not about Redis.
+    fn query_counting<T: redis::FromRedisValue>(
+        &mut self,
+        cmd: &redis::Cmd,
+        counts: bool,
+    ) -> Result<T, Stop> {
         let redis = self.redis()?;
         cmd.query(redis).map_err(|err| {
             let cause = format!("Redis: {err}");
             if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
                 self.redis.lost(&cause);
                 self.caught_up = false;
+            } else if counts && !matches!(err.code(), Some("BUSYGROUP" | "NOGROUP")) {
+                // READONLY (a replica), NOPERM, WRONGTYPE...: the server
+                // answers but cannot do the work. Said once, retried with
+                // backoff until it can.
+                self.redis.failed(&cause);
             }
             Stop::Redis(cause)
         })
@@ -361,19 +439,30 @@ impl Consumer {
     fn handle(&mut self, stream: &str, entries: Vec<Entry>) -> Result<(), Stop> {
         self.metrics.read.inc_by(entries.len() as u64);
         let mut events = Vec::new();
-        let mut settled = Vec::new();
+        let mut deleted = Vec::new();
         for (id, fields) in entries {
-            let Some(fields) = fields else {
-                // Deleted from the stream while pending: nothing to write.
-                settled.push(id);
-                continue;
-            };
-            match OrderEvent::parse(&id, &fields) {
-                Ok(event) => events.push((id, fields, event)),
-                Err(reason) => self.refuse(stream, &id, &fields, &reason, None)?,
+            match fields {
+                Fields::Deleted => deleted.push(id),
+                Fields::Text(fields) => match OrderEvent::parse(&id, &fields) {
+                    Ok(event) => events.push((id, fields, event)),
+                    Err(reason) => {
+                        let raw = text_pairs(&fields);
+                        self.refuse(stream, &id, &raw, &reason, None)?;
+                    }
+                },
+                Fields::Bytes(raw) => {
+                    self.refuse(stream, &id, &raw, "fields are not UTF-8 text", None)?;
+                }
             }
         }
-        self.ack(stream, &settled)?;
+        if !deleted.is_empty() {
+            // Nothing left to write: acknowledged, and said.
+            log(&format!(
+                "{stream}: {} pending entries were deleted from the stream; acknowledged",
+                deleted.len()
+            ));
+            self.ack(stream, &deleted)?;
+        }
         self.write(stream, &events)
     }
 
@@ -393,6 +482,11 @@ impl Consumer {
             Ok(()) => {
                 let ids: Vec<String> = events.iter().map(|(id, ..)| id.clone()).collect();
                 self.ack(stream, &ids)?;
+                if !self.refusals.is_empty() {
+                    for id in &ids {
+                        self.refusals.remove(&(stream.to_owned(), id.clone()));
+                    }
+                }
                 self.metrics.written.inc_by(ids.len() as u64);
                 Ok(())
             }
@@ -403,7 +497,8 @@ impl Consumer {
             }
             Err(refused @ StoreError::Refused { .. }) => {
                 let (id, fields, _) = &events[0];
-                self.refuse(stream, id, fields, &refused.to_string(), Some(&refused))
+                let raw = text_pairs(fields);
+                self.refuse(stream, id, &raw, &refused.to_string(), Some(&refused))
             }
             Err(StoreError::Unavailable(cause)) => {
                 let cause = format!("PostgreSQL: {cause}");
@@ -424,27 +519,29 @@ impl Consumer {
     }
 
     /// An entry that cannot be written: left pending to be tried again,
-    /// or, delivered too often already, sent to the dead-letter stream.
+    /// or, refused `--max-deliveries` times, copied to the dead-letter
+    /// stream and acknowledged. Refusals are counted here, not by Redis's
+    /// delivery counter, which re-reads after an outage would inflate.
     fn refuse(
         &mut self,
         stream: &str,
         id: &str,
-        fields: &HashMap<String, String>,
+        fields: &[(Vec<u8>, Vec<u8>)],
         reason: &str,
         refused: Option<&StoreError>,
     ) -> Result<(), Stop> {
-        let mut pending = redis::cmd("XPENDING");
-        pending
-            .arg(stream)
-            .arg(&self.config.group)
-            .arg(id)
-            .arg(id)
-            .arg(1);
-        let pending: Vec<(String, String, u64, u64)> = self.query(&pending)?;
-        let deliveries = pending.first().map_or(0, |(.., deliveries)| *deliveries);
-        if deliveries < self.config.max_deliveries {
+        if self.refusals.len() > MAX_TRACKED_REFUSALS {
+            // Entries acknowledged elsewhere never leave the map: start over
+            // rather than grow without bound.
+            self.refusals.clear();
+        }
+        let key = (stream.to_owned(), id.to_owned());
+        let count = self.refusals.entry(key.clone()).or_default();
+        *count += 1;
+        let count = *count;
+        if count < self.config.max_deliveries {
             log(&format!(
-                "{stream} {id}: {reason}; left pending (delivery {deliveries} of {})",
+                "{stream} {id}: {reason}; left pending (attempt {count} of {})",
                 self.config.max_deliveries
             ));
             return Ok(());
@@ -473,16 +570,26 @@ impl Consumer {
         for (field, value) in fields {
             add.arg(field).arg(value);
         }
+        // Acknowledged only once the dead letter is written: a stream that
+        // refuses it (wrong type, no rights) leaves the entry pending, and
+        // the rest of the batch goes on.
+        if let Err(Stop::Redis(cause)) = self.query_counting::<Value>(&add, false) {
+            if self.redis.live.is_none() {
+                return Err(Stop::Redis(cause));
+            }
+            if self.dead_letter_refused.as_deref() != Some(cause.as_str()) {
+                log(&format!(
+                    "{stream} {id}: cannot write the dead letter ({cause}); left pending"
+                ));
+                self.dead_letter_refused = Some(cause);
+            }
+            return Ok(());
+        }
+        self.dead_letter_refused = None;
         let mut ack = redis::cmd("XACK");
         ack.arg(stream).arg(&self.config.group).arg(id);
-        let mut both = redis::pipe();
-        both.atomic().add_command(add).add_command(ack);
-        let redis = self.redis()?;
-        if let Err(err) = both.query::<()>(redis) {
-            let cause = format!("Redis: dead letter: {err}");
-            self.redis.lost(&cause);
-            return Err(Stop::Redis(cause));
-        }
+        self.query::<i64>(&ack)?;
+        self.refusals.remove(&key);
         self.metrics.dead.inc();
         log(&format!("{stream} {id}: sent to {stream}:dead ({reason})"));
         Ok(())
@@ -661,6 +768,8 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
         redis: Link::new("Redis"),
         store: Link::new("PostgreSQL"),
         caught_up: false,
+        refusals: HashMap::new(),
+        dead_letter_refused: None,
         metrics,
     };
     log(&format!(
@@ -680,20 +789,34 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
         if claim_due {
             last_claim = Instant::now();
         }
-        let mut stepped = consumer.step(claim_due);
-        if stepped.is_ok() && last_measure.elapsed() >= Duration::from_secs(1) {
-            stepped = consumer.measure();
+        let stepped = consumer.step(claim_due);
+        if stepped.is_ok() {
+            consumer.redis.healthy();
+            consumer.store.healthy();
+        }
+        // The gauges are refreshed even while PostgreSQL is away: a lag
+        // that grows then is what an alert is for.
+        if last_measure.elapsed() >= Duration::from_secs(1) && consumer.measure().is_ok() {
             last_measure = Instant::now();
         }
         if stepped.is_err() {
             // The link that failed logged it and set when to retry.
-            let wait = [&consumer.redis.next_attempt, &consumer.store.next_attempt]
-                .into_iter()
-                .filter(|_| consumer.redis.is_down() || consumer.store.is_down())
-                .map(|at| at.saturating_duration_since(Instant::now()))
-                .max()
-                .unwrap_or(FIRST_BACKOFF)
-                .max(Duration::from_millis(10));
+            let wait = [
+                consumer
+                    .redis
+                    .backing_off()
+                    .then_some(consumer.redis.next_attempt),
+                consumer
+                    .store
+                    .backing_off()
+                    .then_some(consumer.store.next_attempt),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|at| at.saturating_duration_since(Instant::now()))
+            .max()
+            .unwrap_or(FIRST_BACKOFF)
+            .max(Duration::from_millis(10));
             nap(wait, stop);
         }
         let now_reconnects = (consumer.redis.reconnects, consumer.store.reconnects);

@@ -13,8 +13,11 @@ pub struct Store {
 #[derive(Debug)]
 pub enum StoreError {
     /// The database refused the data itself (SQLSTATE class 22 data
-    /// exception, 23 integrity constraint violation, 42 syntax or access
-    /// rule): the same rows will fail again, whoever sends them.
+    /// exception, 23 integrity constraint violation): the same row will
+    /// fail again, whoever sends it. Class 42 (syntax or access rule) is
+    /// not in it: for this one fixed statement it means a missing table or
+    /// column, a changed key or missing rights, which every row meets
+    /// alike; that is the database being unusable, not a poison row.
     Refused {
         sqlstate: String,
         constraint: String,
@@ -44,12 +47,10 @@ impl std::fmt::Display for StoreError {
 
 impl From<postgres::Error> for StoreError {
     fn from(error: postgres::Error) -> Self {
-        let refused = error.code().map(SqlState::code).is_some_and(|code| {
-            ["22", "23", "42"]
-                .iter()
-                .any(|class| code.starts_with(class))
-                && !SCHEMA_OR_RIGHTS.contains(&code)
-        });
+        let refused = error
+            .code()
+            .map(SqlState::code)
+            .is_some_and(|code| code.starts_with("22") || code.starts_with("23"));
         match error.as_db_error() {
             Some(db) if refused => StoreError::Refused {
                 sqlstate: db.code().code().to_owned(),
@@ -80,12 +81,6 @@ fn describe(error: &dyn std::error::Error) -> String {
     }
     text
 }
-
-/// Class 42 codes that say nothing about a row: a missing table, column or
-/// function, or missing rights. Every row would fail alike; they are
-/// treated as the database being unavailable (reconnecting re-creates the
-/// schema), never as poison.
-const SCHEMA_OR_RIGHTS: [&str; 4] = ["42P01", "42703", "42883", "42501"];
 
 /// Schema versions, applied in order, each once, under an advisory lock so
 /// that consumers starting together never race to create the same table.
@@ -154,28 +149,39 @@ impl Store {
 }
 
 fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
+    // A peer that hangs holding the lock fails this connection attempt,
+    // which is retried, rather than blocking it for good.
+    client.batch_execute("SET lock_timeout = '10s'")?;
     client.execute("SELECT pg_advisory_lock($1)", &[&SCHEMA_LOCK])?;
     let result = (|| {
         client.batch_execute(
             "CREATE TABLE IF NOT EXISTS seckill_orders_schema (version integer NOT NULL)",
         )?;
-        let current: i32 = client
+        let recorded: i32 = client
             .query_opt("SELECT max(version) FROM seckill_orders_schema", &[])?
             .and_then(|row| row.get::<_, Option<i32>>(0))
             .unwrap_or(0);
+        // A table dropped by hand is built again from the first version.
+        let table_exists: bool = client
+            .query_one("SELECT to_regclass('seckill_orders') IS NOT NULL", &[])?
+            .get(0);
+        let current = if table_exists { recorded } else { 0 };
         for (version, migration) in (1..).zip(MIGRATIONS) {
             if version > current {
                 let mut transaction = client.transaction()?;
                 transaction.batch_execute(migration)?;
-                transaction.execute(
-                    "INSERT INTO seckill_orders_schema (version) VALUES ($1)",
-                    &[&version],
-                )?;
+                if version > recorded {
+                    transaction.execute(
+                        "INSERT INTO seckill_orders_schema (version) VALUES ($1)",
+                        &[&version],
+                    )?;
+                }
                 transaction.commit()?;
             }
         }
         Ok(())
     })();
     client.execute("SELECT pg_advisory_unlock($1)", &[&SCHEMA_LOCK])?;
+    client.batch_execute("RESET lock_timeout")?;
     result
 }

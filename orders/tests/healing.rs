@@ -816,3 +816,183 @@ fn a_bad_configuration_exits_with_code_2() {
         "many",
     ]);
 }
+
+/// Dead letters of `stream`, each as its fields.
+fn dead_letters(con: &mut redis::Connection, stream: &str) -> Vec<HashMap<String, Vec<u8>>> {
+    let dead = format!("{stream}:dead");
+    let entries: Vec<(String, HashMap<String, Vec<u8>>)> = ok(con, &["XRANGE", &dead, "-", "+"]);
+    entries.into_iter().map(|(_, fields)| fields).collect()
+}
+
+/// An entry whose fields are not UTF-8 (the module takes any bytes as a
+/// user id) is dead-lettered with its bytes, never acknowledged unseen.
+#[test]
+fn an_entry_that_is_not_utf8_is_dead_lettered_not_lost() {
+    let pg = postgres_or_skip!();
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sale = Sale::open(&mut con, "latin1");
+    sale.clicks(&mut con, 0..20);
+    let user: &[u8] = b"caf\xe9";
+    let reply: i64 = redis::cmd("SECKILL.DEDUCT")
+        .arg(&sale.item)
+        .arg(user)
+        .arg(1)
+        .arg("ID")
+        .arg("order:latin1")
+        .query(&mut con)
+        .expect("a purchase by a non-UTF-8 user");
+    assert!(reply >= 0);
+    let mut consumer = Consumer::start(
+        server.dir(),
+        &server.url(),
+        &pg.url(),
+        &sale.stream,
+        "reader",
+        &["--max-deliveries", "1"],
+    );
+    let rows = sale.sold.clone();
+    assert_drained(
+        &server.url(),
+        &pg.url(),
+        &sale,
+        &rows,
+        GROUP,
+        &mut [&mut consumer],
+    );
+    let dead = dead_letters(&mut con, &sale.stream);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].get("user").map(Vec::as_slice), Some(user));
+    assert_eq!(
+        dead[0].get("request").map(Vec::as_slice),
+        Some(b"order:latin1".as_slice())
+    );
+}
+
+/// A dead-letter stream that cannot take the entry (here a key of another
+/// type) leaves the entry pending rather than acknowledged and lost, and
+/// the entry goes there once it can.
+#[test]
+fn a_dead_letter_that_cannot_be_written_leaves_the_entry_pending() {
+    let pg = postgres_or_skip!();
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sale = Sale::open(&mut con, "nodead");
+    let dead = format!("{}:dead", sale.stream);
+    ok::<String>(&mut con, &["SET", &dead, "not a stream"]);
+    ok::<String>(&mut con, &["XADD", &sale.stream, "*", "event", "garbage"]);
+    sale.clicks(&mut con, 0..10);
+    let mut consumer = Consumer::start(
+        server.dir(),
+        &server.url(),
+        &pg.url(),
+        &sale.stream,
+        "buryer",
+        &["--max-deliveries", "1", "--claim-idle-ms", "100"],
+    );
+    eventually("the good orders to land", DRAIN_DEADLINE, || {
+        consumer.assert_running("while the dead letter is refused");
+        let table = orders_in(&pg.url(), &sale.item)?;
+        difference(&table, &sale.sold).map_or(Ok(()), Err)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        pending(&server.url(), &sale.stream, GROUP).expect("XPENDING"),
+        1,
+        "the unreadable entry was acknowledged without a dead letter"
+    );
+    ok::<i64>(&mut con, &["DEL", &dead]);
+    let rows = sale.sold.clone();
+    assert_drained(
+        &server.url(),
+        &pg.url(),
+        &sale,
+        &rows,
+        GROUP,
+        &mut [&mut consumer],
+    );
+    assert_eq!(dead_letters(&mut con, &sale.stream).len(), 1);
+}
+
+/// The orders table dropped under a running consumer: it is built again,
+/// every order lands, and the outage is logged once, not per attempt.
+#[test]
+fn a_dropped_table_is_built_again_without_a_reconnect_storm() {
+    let pg = postgres_or_skip!();
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sale = Sale::open(&mut con, "dropped");
+    sale.clicks(&mut con, 0..50);
+    let mut consumer = Consumer::start(
+        server.dir(),
+        &server.url(),
+        &pg.url(),
+        &sale.stream,
+        "rebuilder",
+        &[],
+    );
+    let rows = sale.sold.clone();
+    assert_drained(
+        &server.url(),
+        &pg.url(),
+        &sale,
+        &rows,
+        GROUP,
+        &mut [&mut consumer],
+    );
+    let lines_before = consumer.log_lines();
+    pg.sql("DROP TABLE seckill_orders");
+    sale.clicks(&mut con, 50..100);
+    std::thread::sleep(Duration::from_secs(2));
+    // The rows from before the drop are gone with the table; those since
+    // must land in the table built again.
+    let since: Expected = sale
+        .sold
+        .iter()
+        .filter(|(id, _)| !rows.contains_key(*id))
+        .map(|(id, row)| (id.clone(), row.clone()))
+        .collect();
+    assert_drained(
+        &server.url(),
+        &pg.url(),
+        &sale,
+        &since,
+        GROUP,
+        &mut [&mut consumer],
+    );
+    let new_lines = consumer.log_lines() - lines_before;
+    assert!(
+        new_lines <= 6,
+        "{new_lines} log lines for one outage:\n{}",
+        consumer.log()
+    );
+}
+
+/// A Redis that answers but cannot do the work (the stream key holds a
+/// string: WRONGTYPE) is logged with its cause, once, not retried silently.
+#[test]
+fn a_redis_error_that_persists_is_logged_with_its_cause() {
+    let pg = postgres_or_skip!();
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<String>(&mut con, &["SET", "{sku:wrong}:orders", "a string"]);
+    let mut consumer = Consumer::start(
+        server.dir(),
+        &server.url(),
+        &pg.url(),
+        "{sku:wrong}:orders",
+        "puzzled",
+        &[],
+    );
+    eventually("the cause in the log", Duration::from_secs(20), || {
+        consumer.assert_running("while Redis refuses");
+        if consumer.log().contains("WRONGTYPE") {
+            Ok(())
+        } else {
+            Err(consumer.log())
+        }
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let mentions = consumer.log().matches("WRONGTYPE").count();
+    assert_eq!(mentions, 1, "{}", consumer.log());
+}
