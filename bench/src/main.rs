@@ -2,6 +2,7 @@
 //! on the same machine in the same run, written to BENCHMARKS.md and a chart.
 
 mod contenders;
+mod drain;
 mod instructions;
 mod load;
 mod postgres;
@@ -40,6 +41,7 @@ struct Plan {
     growth_calls: usize,
     lapsing_holds: usize,
     lapsing_items: usize,
+    drain_entries: usize,
 }
 
 impl Plan {
@@ -61,6 +63,7 @@ impl Plan {
             growth_calls: 4_000_000 / scale,
             lapsing_holds: 200_000,
             lapsing_items: 1_000,
+            drain_entries: 100_000 / scale,
         }
     }
 }
@@ -800,17 +803,45 @@ fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
     }
 }
 
-/// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone, and
-/// `SECKILL_BENCH_ONLY=instructions` section (g), and prints its figures
-/// instead of rewriting BENCHMARKS.md and the chart. No other section can
-/// run alone; any other value is refused.
+/// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone,
+/// `SECKILL_BENCH_ONLY=instructions` section (g) and
+/// `SECKILL_BENCH_ONLY=drain` section (h), and prints its figures instead
+/// of rewriting BENCHMARKS.md and the chart. No other section can run
+/// alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if section != "lapse" && section != "instructions" {
-        eprintln!("SECKILL_BENCH_ONLY={section}: only `lapse` or `instructions` can run alone");
+    if !["lapse", "instructions", "drain"].contains(&section.as_str()) {
+        eprintln!(
+            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions` or `drain` can run alone"
+        );
         std::process::exit(2);
     }
     Some(section)
+}
+
+/// Section (h), or why it cannot run: it needs PostgreSQL and the
+/// seckill-orders binary.
+fn order_drain(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    postgres: Option<&Postgres>,
+) -> Result<report::Drain, String> {
+    let Some(pg) = postgres else {
+        println!("  PostgreSQL not installed: skipped (make bench installs it)");
+        return Err("PostgreSQL is not installed (`make bench` installs it)".to_owned());
+    };
+    let binary = drain::consumer_binary().inspect_err(|reason| println!("  skipped: {reason}"))?;
+    Ok(drain::drain(server, con, pg, &binary, plan.drain_entries))
+}
+
+fn start_postgres() -> Option<Postgres> {
+    println!("starting a throw-away PostgreSQL cluster");
+    let postgres = Postgres::start();
+    if postgres.is_none() {
+        println!("  PostgreSQL not installed: its rows are skipped (make bench installs it)");
+    }
+    postgres
 }
 
 fn main() {
@@ -824,6 +855,15 @@ fn main() {
         "seckill bench: redis-server {version} on port {}",
         server.port
     );
+    if only.as_deref() == Some("drain") {
+        println!("(h) order drain, alone (BENCHMARKS.md is left as it is)");
+        let postgres = start_postgres();
+        match order_drain(&server, &mut con, &plan, postgres.as_ref()) {
+            Ok(drain) => println!("\n{}", drain.markdown()),
+            Err(reason) => println!("\n(h) not measured: {reason}"),
+        }
+        return;
+    }
     if only.as_deref() == Some("instructions") {
         println!("(g) instructions per call, alone (BENCHMARKS.md is left as it is)");
         for count in instructions::measure() {
@@ -841,11 +881,7 @@ fn main() {
         return;
     }
 
-    println!("starting a throw-away PostgreSQL cluster");
-    let postgres = Postgres::start();
-    if postgres.is_none() {
-        println!("  PostgreSQL not installed: its rows are skipped (make bench installs it)");
-    }
+    let postgres = start_postgres();
 
     println!("(a) success path");
     let success = deduct_path(&server, &mut con, &plan, postgres.as_ref(), false);
@@ -861,6 +897,8 @@ fn main() {
     let lapse = lapse(&server, &mut con, &plan);
     println!("(g) instructions per call (callgrind)");
     let instructions = instructions::measure();
+    println!("(h) order drain: seckill-orders against COPY");
+    let drain = order_drain(&server, &mut con, &plan, postgres.as_ref());
 
     let report = Report {
         redis_version: version,
@@ -879,6 +917,7 @@ fn main() {
         instructions,
         growth,
         lapse,
+        drain,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

@@ -206,6 +206,102 @@ pub struct Growth {
     pub throughput: Throughput,
 }
 
+/// One way of turning the drain backlog into rows.
+pub struct DrainRun {
+    /// The first column: the number of consumers, or the `COPY` row's name.
+    pub what: String,
+    /// Rows in the table when the run ended.
+    pub rows: i64,
+    /// `None` when the table never reached the backlog.
+    pub seconds: Option<f64>,
+}
+
+impl DrainRun {
+    fn rate(&self) -> Option<f64> {
+        let seconds = self.seconds?;
+        (seconds > 0.0).then(|| self.rows as f64 / seconds)
+    }
+}
+
+pub struct Drain {
+    /// Purchases in the backlog: one stream entry, and one row, each.
+    pub entries: usize,
+    /// One consumer, then two.
+    pub runs: Vec<DrainRun>,
+    /// PostgreSQL's own `COPY` of the same rows; `None` if no consumer
+    /// wrote them all.
+    pub copy: Option<DrainRun>,
+    /// Whether `synchronous_commit` was on for the runs.
+    pub durable: bool,
+    /// `synchronous_commit` as the section found it, and left it.
+    pub found: String,
+    /// How often the row count was read.
+    pub poll: Duration,
+    pub problems: Vec<String>,
+}
+
+impl Drain {
+    /// Section (h) of BENCHMARKS.md; `SECKILL_BENCH_ONLY=drain` prints it.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "## (h) Order drain\n\nHow fast `seckill-orders` turns a backlog into rows. Before \
+             any consumer starts, one item (`SECKILL.INIT {{drain}} {n} STREAM {{drain}}:orders`) \
+             sells its {n} units one at a time (`SECKILL.DEDUCT {{drain}} u<i> 1 ID o<i>`, \
+             pipelined), leaving {n} `purchase` entries in its stream. Each consumer row starts \
+             from a fresh table (`seckill_orders` and its schema version dropped) and a new \
+             consumer group reading from the stream's start; the time runs from starting the \
+             release build of `seckill-orders` (two processes, each with its own `--consumer`, \
+             for the second row), connecting and creating the table included, until `SELECT \
+             count(*) FROM seckill_orders`, read every {poll:.0} ms from another session, \
+             reaches {n}. A consumer writes each page of entries it reads in one transaction, \
+             one multi-row upsert (the newest entry of each order), and acknowledges them after the commit. The ceiling \
+             is PostgreSQL's own `COPY seckill_orders (...) FROM STDIN` of the same {n} rows, \
+             from one client into a fresh table of the same shape (primary key included), \
+             timing only the `COPY`. ",
+            n = self.entries,
+            poll = millis(self.poll),
+        );
+        if self.durable {
+            out.push_str(
+                "Commits are durable throughout (`synchronous_commit=on`, PostgreSQL's \
+                 default), so each consumer transaction waits for its WAL to reach the disk",
+            );
+        } else {
+            out.push_str("**Commits could not be made durable** (`synchronous_commit` stayed off)");
+        }
+        if self.found == "off" {
+            out.push_str(
+                "; the sections before it leave PostgreSQL at memory speed \
+                 (`synchronous_commit=off`), so this one turns it on and sets it back to off \
+                 afterwards.",
+            );
+        } else {
+            out.push('.');
+        }
+        out.push_str(
+            "\n\n| consumers | rows | seconds | rows/s | × COPY |\n|---|--:|--:|--:|--:|\n",
+        );
+        let copy_rate = self.copy.as_ref().and_then(DrainRun::rate);
+        for run in self.runs.iter().chain(&self.copy) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                run.what,
+                run.rows,
+                show(run.seconds, 2),
+                show(run.rate(), 0),
+                show_ratio(ratio(run.rate(), copy_rate)),
+            );
+        }
+        if !self.problems.is_empty() {
+            let _ = writeln!(out, "\n**Problems:** {}.", self.problems.join("; "));
+        }
+        out
+    }
+}
+
 pub struct Report {
     pub redis_version: String,
     pub postgres_version: Option<String>,
@@ -221,6 +317,8 @@ pub struct Report {
     pub instructions: Vec<Count>,
     pub growth: Growth,
     pub lapse: Lapse,
+    /// Section (h), or why it was not measured.
+    pub drain: Result<Drain, String>,
 }
 
 fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
@@ -597,6 +695,13 @@ impl Report {
                     count.instructions,
                     show_ratio(ratio(Some(count.instructions), reference))
                 );
+            }
+        }
+        out.push('\n');
+        match &self.drain {
+            Ok(drain) => out.push_str(&drain.markdown()),
+            Err(reason) => {
+                let _ = writeln!(out, "## (h) Order drain\n\nNot measured: {reason}.");
             }
         }
         out.push('\n');

@@ -4,6 +4,7 @@
 use crate::event::OrderEvent;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
+use std::collections::HashMap;
 
 pub struct Store {
     client: Client,
@@ -101,12 +102,42 @@ const MIGRATIONS: [&str; 1] = ["CREATE TABLE IF NOT EXISTS seckill_orders (
 /// The advisory lock key that serialises schema changes ("seckill" in hex).
 const SCHEMA_LOCK: i64 = 0x0073_6563_6b69_6c6c;
 
-/// Inserts the order, or moves it on, but only from an older stream entry:
-/// a redelivered entry, or one claimed out of order, changes nothing.
-const UPSERT: &str = "INSERT INTO seckill_orders AS o
+/// Parameters per row of the upsert.
+const COLUMNS_PER_ROW: usize = 10;
+/// Rows per upsert statement (PostgreSQL takes at most 65,535 parameters).
+const ROWS_PER_STATEMENT: usize = 1_000;
+
+/// Inserts each order, or moves it on, but only from an older stream
+/// entry: a redelivered entry, or one claimed out of order, changes
+/// nothing. `rows` distinct orders, as `$1..$10`, `$11..$20`, ...
+fn upsert_of(rows: usize) -> String {
+    let mut statement = String::from(
+        "INSERT INTO seckill_orders AS o
     (item, order_id, user_id, qty, status, stock_after,
      created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9)
+    VALUES ",
+    );
+    for row in 0..rows {
+        let p = |column: usize| row * COLUMNS_PER_ROW + column;
+        if row > 0 {
+            statement.push_str(", ");
+        }
+        statement.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
+            p(6),
+            p(7),
+            p(8),
+            p(9),
+            p(10)
+        ));
+    }
+    statement.push_str(
+        "
     ON CONFLICT (item, order_id) DO UPDATE SET
         status = EXCLUDED.status,
         stock_after = EXCLUDED.stock_after,
@@ -114,7 +145,10 @@ const UPSERT: &str = "INSERT INTO seckill_orders AS o
         last_entry_ms = EXCLUDED.last_entry_ms,
         last_entry_seq = EXCLUDED.last_entry_seq
     WHERE (o.last_entry_ms, o.last_entry_seq)
-        < (EXCLUDED.last_entry_ms, EXCLUDED.last_entry_seq)";
+        < (EXCLUDED.last_entry_ms, EXCLUDED.last_entry_seq)",
+    );
+    statement
+}
 
 impl Store {
     /// Connects and brings the schema to the current version.
@@ -124,25 +158,50 @@ impl Store {
         Ok(Store { client })
     }
 
-    /// Applies `events` in one transaction: all of them, or none.
+    /// Applies `events` in one transaction: all of them, or none. Within
+    /// a batch only the newest entry of each order counts (the upsert
+    /// would let it win anyway), so the rows go in one statement per
+    /// `ROWS_PER_STATEMENT` rather than one round trip per row.
     pub fn apply(&mut self, events: &[OrderEvent]) -> Result<(), StoreError> {
-        let mut transaction = self.client.transaction()?;
-        let upsert = transaction.prepare(UPSERT)?;
+        // Per order: its newest entry, and the time of its first one (an
+        // order created within this batch keeps when it was created).
+        let mut orders: HashMap<(&str, &str), (&OrderEvent, i64)> =
+            HashMap::with_capacity(events.len());
         for event in events {
-            transaction.execute(
-                &upsert,
-                &[
+            let (newest, created) = orders
+                .entry((event.item.as_str(), event.order_id.as_str()))
+                .or_insert((event, event.at_ms));
+            if event.entry > newest.entry {
+                *newest = event;
+            }
+            *created = (*created).min(event.at_ms);
+        }
+        let mut rows: Vec<(&OrderEvent, i64)> = orders.into_values().collect();
+        rows.sort_by_key(|(event, _)| event.entry);
+        let mut transaction = self.client.transaction()?;
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            let statement = upsert_of(chunk.len());
+            let statuses: Vec<&str> = chunk
+                .iter()
+                .map(|(event, _)| event.status.as_str())
+                .collect();
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                Vec::with_capacity(chunk.len() * COLUMNS_PER_ROW);
+            for ((event, created), status) in chunk.iter().zip(&statuses) {
+                params.extend_from_slice(&[
                     &event.item,
                     &event.order_id,
                     &event.user,
                     &event.qty,
-                    &event.status.as_str(),
+                    status,
                     &event.stock,
+                    created,
                     &event.at_ms,
                     &event.entry.ms,
                     &event.entry.seq,
-                ],
-            )?;
+                ]);
+            }
+            transaction.execute(statement.as_str(), &params)?;
         }
         Ok(transaction.commit()?)
     }
