@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::{Store, StoreError};
+use store::{StoreError, StoreWorker};
 
 const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--stream KEY ...]
        [--redis-url URL] [--group NAME] [--consumer NAME]
@@ -141,6 +141,10 @@ impl Config {
             postgres.tcp_user_timeout(NETWORK_TIMEOUT);
         }
         postgres.keepalives(true);
+        if postgres.get_application_name().is_none() {
+            // How operators (and pg_stat_activity) tell its sessions apart.
+            postgres.application_name("seckill-orders");
+        }
         Ok(Config {
             redis,
             redis_url,
@@ -335,13 +339,15 @@ enum Stop {
 struct Consumer {
     config: Config,
     redis: Link<Connection>,
-    store: Link<Store>,
+    store: Link<StoreWorker>,
     /// Own pending entries re-read since the last (re)connection.
     caught_up: bool,
     /// Times each (stream, entry) was refused, until written or buried.
     refusals: HashMap<(String, String), u64>,
     /// Why the last dead letter could not be written, said once.
     dead_letter_refused: Option<String>,
+    /// Set by SIGINT or SIGTERM: waits for PostgreSQL give up at once.
+    stop: Arc<AtomicBool>,
     metrics: Arc<Metrics>,
 }
 
@@ -376,13 +382,13 @@ impl Consumer {
             .ok_or_else(|| Stop::Redis(String::new()))
     }
 
-    fn store(&mut self) -> Result<&mut Store, Stop> {
+    fn store(&mut self) -> Result<&mut StoreWorker, Stop> {
         if self.store.backing_off() {
             return Err(Stop::Store);
         }
-        let config = &self.config.postgres;
+        let (config, stop) = (&self.config.postgres, &self.stop);
         self.store
-            .get(|| Store::connect(config).map_err(|err| format!("PostgreSQL: {err}")))
+            .get(|| StoreWorker::connect(config, stop).map_err(|err| format!("PostgreSQL: {err}")))
             .ok_or(Stop::Store)
     }
 
@@ -477,8 +483,9 @@ impl Consumer {
             return Ok(());
         }
         let rows: Vec<OrderEvent> = events.iter().map(|(.., event)| event.clone()).collect();
+        let stop = Arc::clone(&self.stop);
         let store = self.store()?;
-        match store.apply(&rows) {
+        match store.apply(&rows, &stop) {
             Ok(()) => {
                 let ids: Vec<String> = events.iter().map(|(id, ..)| id.clone()).collect();
                 self.ack(stream, &ids)?;
@@ -762,7 +769,7 @@ fn nap(duration: Duration, stop: &AtomicBool) {
     }
 }
 
-fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
+fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
     let mut consumer = Consumer {
         config,
         redis: Link::new("Redis"),
@@ -770,6 +777,7 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
         caught_up: false,
         refusals: HashMap::new(),
         dead_letter_refused: None,
+        stop: Arc::clone(&stop),
         metrics,
     };
     log(&format!(
@@ -817,7 +825,7 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: &AtomicBool) {
             .max()
             .unwrap_or(FIRST_BACKOFF)
             .max(Duration::from_millis(10));
-            nap(wait, stop);
+            nap(wait, &stop);
         }
         let now_reconnects = (consumer.redis.reconnects, consumer.store.reconnects);
         let metrics = &consumer.metrics.reconnects;
@@ -871,6 +879,6 @@ fn main() -> ExitCode {
             log(&format!("cannot handle signal {signal}: {err}"));
         }
     }
-    run(config, metrics, &stop);
+    run(config, metrics, stop);
     ExitCode::SUCCESS
 }

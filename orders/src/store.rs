@@ -5,6 +5,9 @@ use crate::event::OrderEvent;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 pub struct Store {
     client: Client,
@@ -243,4 +246,90 @@ fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
     client.execute("SELECT pg_advisory_unlock($1)", &[&SCHEMA_LOCK])?;
     client.batch_execute("RESET lock_timeout")?;
     result
+}
+
+/// How long a write (or a connection) may take before PostgreSQL counts
+/// as unavailable. A server process that is stopped but still holds its
+/// connections keeps TCP acknowledging, so no socket timeout ever fires:
+/// only a deadline on the reply does.
+pub const REPLY_DEADLINE: Duration = Duration::from_secs(10);
+
+type Job = (Vec<OrderEvent>, mpsc::Sender<Result<(), StoreError>>);
+
+/// A `Store` on a thread of its own, so that a write that never gets its
+/// reply can be given up on: the consumer moves on to a new connection,
+/// and the stuck thread ends whenever its call returns.
+pub struct StoreWorker {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl StoreWorker {
+    /// Connects on a new thread, waiting at most `REPLY_DEADLINE`, or less
+    /// if `stop` is set.
+    pub fn connect(
+        config: &postgres::Config,
+        stop: &AtomicBool,
+    ) -> Result<StoreWorker, StoreError> {
+        let (jobs, next_job) = mpsc::channel::<Job>();
+        let (connected, on_connect) = mpsc::channel();
+        let config = config.clone();
+        std::thread::spawn(move || {
+            let mut store = match Store::connect(&config) {
+                Ok(store) => {
+                    let _ = connected.send(Ok(()));
+                    store
+                }
+                Err(err) => {
+                    let _ = connected.send(Err(err));
+                    return;
+                }
+            };
+            while let Ok((events, reply)) = next_job.recv() {
+                if reply.send(store.apply(&events)).is_err() {
+                    // Given up on: this connection may be stuck; end it.
+                    return;
+                }
+            }
+        });
+        wait(&on_connect, stop)?;
+        Ok(StoreWorker { jobs })
+    }
+
+    /// `Store::apply` on the worker, waiting at most `REPLY_DEADLINE`.
+    pub fn apply(&self, events: &[OrderEvent], stop: &AtomicBool) -> Result<(), StoreError> {
+        let (reply, on_reply) = mpsc::channel();
+        self.jobs
+            .send((events.to_vec(), reply))
+            .map_err(|_| StoreError::Unavailable("the connection's thread ended".into()))?;
+        wait(&on_reply, stop)
+    }
+}
+
+/// The worker's answer, within the deadline, unless asked to stop.
+fn wait(
+    answer: &mpsc::Receiver<Result<(), StoreError>>,
+    stop: &AtomicBool,
+) -> Result<(), StoreError> {
+    let deadline = Instant::now() + REPLY_DEADLINE;
+    loop {
+        match answer.recv_timeout(Duration::from_millis(50)) {
+            Ok(result) => return result,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(StoreError::Unavailable(
+                    "the connection's thread ended".into(),
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(StoreError::Unavailable("stopping".into()));
+                }
+                if Instant::now() >= deadline {
+                    return Err(StoreError::Unavailable(format!(
+                        "no reply within {} s",
+                        REPLY_DEADLINE.as_secs()
+                    )));
+                }
+            }
+        }
+    }
 }

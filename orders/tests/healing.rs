@@ -996,3 +996,82 @@ fn a_redis_error_that_persists_is_logged_with_its_cause() {
     let mentions = consumer.log().matches("WRONGTYPE").count();
     assert_eq!(mentions, 1, "{}", consumer.log());
 }
+
+/// The PostgreSQL backends serving seckill-orders sessions.
+fn consumer_backends(postgres_url: &str) -> Vec<i32> {
+    let Ok(mut client) = Client::connect(postgres_url, NoTls) else {
+        return Vec::new();
+    };
+    client
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'seckill-orders'",
+            &[],
+        )
+        .map(|rows| rows.iter().map(|row| row.get(0)).collect())
+        .unwrap_or_default()
+}
+
+fn signal(pids: &[i32], signal: &str) {
+    for pid in pids {
+        let _ = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status();
+    }
+}
+
+/// A PostgreSQL backend that stops answering but keeps its connection (a
+/// stopped process: TCP still acknowledges, no socket timeout fires): the
+/// consumer gives up on it after its reply deadline, writes through a new
+/// connection, and drains.
+#[test]
+fn a_hung_postgres_connection_is_given_up_on() {
+    let pg = postgres_or_skip!();
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sale = Sale::open(&mut con, "hung");
+    sale.clicks(&mut con, 0..20);
+    let mut consumer = Consumer::start(
+        server.dir(),
+        &server.url(),
+        &pg.url(),
+        &sale.stream,
+        "patient",
+        &[],
+    );
+    let rows = sale.sold.clone();
+    assert_drained(
+        &server.url(),
+        &pg.url(),
+        &sale,
+        &rows,
+        GROUP,
+        &mut [&mut consumer],
+    );
+    let hung = consumer_backends(&pg.url());
+    assert!(
+        !hung.is_empty(),
+        "no seckill-orders session in pg_stat_activity"
+    );
+    signal(&hung, "-STOP");
+    sale.clicks(&mut con, 20..60);
+    let rows = sale.sold.clone();
+    let drained = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_drained(
+            &server.url(),
+            &pg.url(),
+            &sale,
+            &rows,
+            GROUP,
+            &mut [&mut consumer],
+        );
+    }));
+    signal(&hung, "-CONT");
+    if let Err(panic) = drained {
+        std::panic::resume_unwind(panic);
+    }
+    assert!(
+        consumer.log().contains("no reply within"),
+        "{}",
+        consumer.log()
+    );
+}
