@@ -102,19 +102,7 @@ impl Server {
     /// A server whose directory holds `files` (name, content) before it
     /// starts, e.g. an RDB file written by an older release.
     pub fn start_with_files(files: &[(&str, &[u8])], args: &[&str]) -> Server {
-        let dir = tempfile::Builder::new()
-            .prefix("seckill-test-")
-            .tempdir()
-            .expect("cannot create a temp dir");
-        for (name, content) in files {
-            fs::write(dir.path().join(name), content).expect("cannot write a file for the server");
-        }
-        let mut server = Server {
-            child: None,
-            port: 0,
-            dir,
-            args: args.iter().map(|arg| arg.to_string()).collect(),
-        };
+        let mut server = Server::unlaunched(files, args);
         server.launch();
         server
     }
@@ -136,62 +124,12 @@ impl Server {
     }
 
     fn launch(&mut self) {
-        // A restart takes its old port back first, so that clients holding
-        // its address follow it. A port picked as free can be taken before
-        // the server binds it; then the server exits and we try another.
-        let previous = self.port;
-        for attempt in 0..5 {
-            self.port = if attempt == 0 && previous != 0 {
-                previous
-            } else {
-                free_port()
-            };
-            let mut command = Command::new(server_binary());
-            command
-                .current_dir(self.dir.path())
-                .args(["--port", &self.port.to_string()])
-                .args(["--bind", "127.0.0.1"])
-                .args(["--dir", &self.dir.path().display().to_string()])
-                .args(["--logfile", &self.log_path().display().to_string()])
-                .args(["--save", ""])
-                .args(["--enable-debug-command", "yes"])
-                .args(["--loadmodule", &module_path().display().to_string()])
-                .args(self.args.iter().map(|arg| {
-                    if arg == ANY_PORT {
-                        free_port().to_string()
-                    } else {
-                        arg.clone()
-                    }
-                }))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let mut child = command
-                .spawn()
-                .unwrap_or_else(|err| panic!("cannot start {}: {err}", server_binary()));
-            let deadline = Instant::now() + START_DEADLINE;
-            loop {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                if self.try_ping() {
-                    self.child = Some(child);
-                    return;
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "server did not answer within {START_DEADLINE:?}\n{}",
-                        self.log()
-                    );
-                }
-                sleep(Duration::from_millis(20));
-            }
-            if !self.log().contains("Address already in use") {
-                panic!("server exited at start\n{}", self.log());
-            }
+        if let Err(failure) = self.try_launch() {
+            panic!(
+                "server exited at start ({})\n{}",
+                failure.status, failure.log
+            );
         }
-        panic!("no free port after several attempts");
     }
 
     fn try_ping(&self) -> bool {
@@ -386,6 +324,13 @@ impl Server {
         files: &[(&str, &[u8])],
         args: &[&str],
     ) -> Result<Server, StartFailure> {
+        let mut server = Server::unlaunched(files, args);
+        server.try_launch()?;
+        Ok(server)
+    }
+
+    /// A server not started yet, in a new temp directory holding `files`.
+    fn unlaunched(files: &[(&str, &[u8])], args: &[&str]) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("seckill-test-")
             .tempdir()
@@ -393,21 +338,29 @@ impl Server {
         for (name, content) in files {
             fs::write(dir.path().join(name), content).expect("cannot write a file for the server");
         }
-        let mut server = Server {
+        Server {
             child: None,
             port: 0,
             dir,
             args: args.iter().map(|arg| arg.to_string()).collect(),
-        };
-        server.try_launch()?;
-        Ok(server)
+        }
     }
 
     /// `launch`, returning how the server exited instead of panicking when
     /// it exits at start for another reason than a taken port.
+    /// Starts the server; a server that exits at start is reported with
+    /// its exit status and log. A restart takes its old port back first,
+    /// so that clients holding its address follow it. A port picked as
+    /// free can be taken before the server binds it; then the server exits
+    /// and another is tried.
     fn try_launch(&mut self) -> Result<(), StartFailure> {
-        for _ in 0..5 {
-            self.port = free_port();
+        let previous = self.port;
+        for attempt in 0..5 {
+            self.port = if attempt == 0 && previous != 0 {
+                previous
+            } else {
+                free_port()
+            };
             let mut child = Command::new(server_binary())
                 .current_dir(self.dir.path())
                 .args(["--port", &self.port.to_string()])
@@ -417,7 +370,13 @@ impl Server {
                 .args(["--save", ""])
                 .args(["--enable-debug-command", "yes"])
                 .args(["--loadmodule", &module_path().display().to_string()])
-                .args(&self.args)
+                .args(self.args.iter().map(|arg| {
+                    if arg == ANY_PORT {
+                        free_port().to_string()
+                    } else {
+                        arg.clone()
+                    }
+                }))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
