@@ -271,7 +271,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
         return Ok(RedisValue::Integer(0));
     }
-    let mut key = ItemKey::open_write(ctx, name);
+    // Every error is ruled out before the key is opened for writing.
     let expire_at = match options.expiry {
         None => None,
         Some(Expiry::At(unix_ms)) => Some(unix_ms),
@@ -281,6 +281,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                 .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?,
         ),
     };
+    let mut key = ItemKey::open_write(ctx, name);
     let mut item = SaleItem::new(stock, options.limit);
     item.set_window(options.window);
     item.set_outbox(options.outbox.clone());

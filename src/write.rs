@@ -143,7 +143,7 @@ fn commit(
     } else {
         settle
             .iter()
-            .map(|hold| item.lapsed(*hold).request_id)
+            .map(|hold| item.hold_request_id(*hold).to_vec())
             .collect()
     };
     let adds_hold =

@@ -352,6 +352,11 @@ impl SaleItem {
         plan
     }
 
+    /// The request id of `hold`: what its release is replicated with.
+    pub fn hold_request_id(&self, (_, handle): HoldRef) -> &[u8] {
+        self.ledger.request_id(handle)
+    }
+
     /// What releasing `hold` will report, read before it is released.
     pub fn lapsed(&self, (_, handle): HoldRef) -> Lapsed {
         let request = self.ledger.request(handle);
