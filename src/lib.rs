@@ -14,6 +14,8 @@ macro_rules! redis_api {
     };
 }
 
+#[cfg(not(test))]
+mod allocator;
 mod args;
 mod call;
 mod cluster;
@@ -37,7 +39,7 @@ use std::os::raw::c_int;
 #[cfg(not(test))]
 macro_rules! allocator {
     () => {
-        redis_module::alloc::RedisAlloc
+        crate::allocator::ModuleAlloc
     };
 }
 #[cfg(test)]

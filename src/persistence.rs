@@ -4,7 +4,7 @@
 //! rewrites share one format.
 
 use crate::sale_item::codec::DecodeError;
-use crate::sale_item::SaleItem;
+use crate::sale_item::{SaleItem, MAX_ID_LEN};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::CString;
@@ -175,26 +175,36 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         add_integer(md, outbox.maxlen);
     }
     end(md);
-    // Each record is its own sequence: Redis combines sequences in an
-    // order-independent way, so hash-table order does not change the digest.
+    // Each record is one buffer and its own sequence: Redis combines
+    // sequences in an order-independent way, so hash-table order does not
+    // change the digest, and each call to the digest hashes (SHA1), so a
+    // record costs two, as a field of a hash does.
+    let mut record = Vec::with_capacity(2 * MAX_ID_LEN + 64);
     for (user, units) in item.buyers() {
-        add_bytes(md, user.as_ptr().cast::<c_char>(), user.len());
-        add_integer(md, units);
+        record.clear();
+        put_digest_id(&mut record, user);
+        record.extend_from_slice(&units.to_le_bytes());
+        add_bytes(md, record.as_ptr().cast::<c_char>(), record.len());
         end(md);
     }
     for (id, request) in item.requests() {
-        add_bytes(md, id.as_ptr().cast::<c_char>(), id.len());
-        add_bytes(
-            md,
-            request.user.as_ptr().cast::<c_char>(),
-            request.user.len(),
-        );
-        add_integer(md, request.qty);
-        add_integer(md, request.reply);
-        add_integer(md, i64::from(request.state.code()));
-        add_integer(md, request.deadline);
+        record.clear();
+        put_digest_id(&mut record, id);
+        put_digest_id(&mut record, request.user);
+        for field in [request.qty, request.reply, request.deadline] {
+            record.extend_from_slice(&field.to_le_bytes());
+        }
+        record.push(request.state.code());
+        add_bytes(md, record.as_ptr().cast::<c_char>(), record.len());
         end(md);
     }
+}
+
+/// An id with its length first, so that two ids side by side in one digest
+/// buffer cannot be split differently.
+fn put_digest_id(record: &mut Vec<u8>, id: &[u8]) {
+    record.push(id.len() as u8);
+    record.extend_from_slice(id);
 }
 
 /// Items being rebuilt chunk by chunk (SECKILL.LOADCHUNK) whose header's

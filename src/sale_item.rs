@@ -4,6 +4,7 @@
 
 mod change;
 pub mod codec;
+mod index;
 mod ledger;
 
 pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};

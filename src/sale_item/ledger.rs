@@ -5,10 +5,9 @@
 //!
 //! - Every id lives once in an append-only arena of chunks (no allocation
 //!   per record, and growing never copies what is already stored).
-//! - Records are found through hash indexes of 4-byte handles. An index is
-//!   split into many small tables once it grows, so that a resize only ever
-//!   moves a small part of it: one big table would stop the server for as
-//!   long as it takes to move every entry.
+//! - Records are found through hash indexes of 4-byte handles that grow
+//!   step by step (see `index`): one big table doubling at once would stop
+//!   the server for as long as it takes to move every entry.
 //!
 //! Record layouts in the arena:
 //! ```text
@@ -16,17 +15,17 @@
 //! request:  len:u8 id  state:u8  buyer:u32  qty:varint  reply:varint  deadline:varint
 //! ```
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use super::index::{prefetch, Index};
+use hashbrown::DefaultHashBuilder;
 use std::hash::BuildHasher;
 
+/// How many records ahead a full pass prefetches.
+pub const READ_AHEAD: usize = 16;
 /// Largest arena chunk; positions inside a chunk fit in 16 bits.
 const MAX_CHUNK: usize = 1 << 16;
 const FIRST_CHUNK: usize = 256;
 /// Chunk numbers fit in the other 16 bits of a handle.
 const MAX_CHUNKS: usize = 1 << 16;
-/// Entries an index holds in one table before it splits into `SHARDS`.
-const SPLIT_AT: usize = 1 << 14;
-const SHARDS: usize = 64;
 
 /// The arena or an index cannot take another record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,97 +136,22 @@ fn take_varint(input: &mut &[u8]) -> u64 {
     value
 }
 
-/// A hash index, split into `SHARDS` tables once large.
-#[derive(Clone)]
-struct Index<T> {
-    shards: Vec<HashTable<T>>,
-    len: usize,
+/// A buyer's index slot: its tag, the arena handle of its name, and the
+/// units it holds split in halves.
+type BuyerSlot = [u32; 4];
+
+fn slot_units(slot: &BuyerSlot) -> i64 {
+    let [_, _, low, high] = *slot;
+    ((u64::from(high) << 32) | u64::from(low)) as i64
 }
 
-impl<T> Default for Index<T> {
-    fn default() -> Self {
-        Index {
-            shards: vec![HashTable::new()],
-            len: 0,
-        }
-    }
+fn set_slot_units(slot: &mut BuyerSlot, units: i64) {
+    slot[2] = units as u64 as u32;
+    slot[3] = ((units as u64) >> 32) as u32;
 }
 
-impl<T: Copy> Index<T> {
-    fn shard(&self, hash: u64) -> usize {
-        // Bits that hashbrown uses neither for the bucket nor for the tag.
-        if self.shards.len() == 1 {
-            0
-        } else {
-            (hash >> 32) as usize % SHARDS
-        }
-    }
-
-    fn find(&self, hash: u64, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
-        self.shards
-            .get(self.shard(hash))?
-            .find(hash, |entry| matches(entry))
-            .copied()
-    }
-
-    fn find_mut(&mut self, hash: u64, mut matches: impl FnMut(&T) -> bool) -> Option<&mut T> {
-        let shard = self.shard(hash);
-        self.shards
-            .get_mut(shard)?
-            .find_mut(hash, |entry| matches(entry))
-    }
-
-    fn insert(&mut self, hash: u64, entry: T, rehash: impl Fn(&T) -> u64) {
-        if self.shards.len() == 1 && self.len >= SPLIT_AT {
-            let entries: Vec<T> = self.iter().collect();
-            self.shards = (0..SHARDS).map(|_| HashTable::new()).collect();
-            for entry in entries {
-                let entry_hash = rehash(&entry);
-                let shard = self.shard(entry_hash);
-                if let Some(table) = self.shards.get_mut(shard) {
-                    table.insert_unique(entry_hash, entry, &rehash);
-                }
-            }
-        }
-        let shard = self.shard(hash);
-        if let Some(table) = self.shards.get_mut(shard) {
-            table.insert_unique(hash, entry, rehash);
-            self.len += 1;
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = T> + '_ {
-        self.shards.iter().flat_map(|table| table.iter().copied())
-    }
-
-    fn allocated(&self) -> usize {
-        self.shards.capacity() * std::mem::size_of::<HashTable<T>>()
-            + self
-                .shards
-                .iter()
-                .map(HashTable::allocation_size)
-                .sum::<usize>()
-    }
-}
-
-/// A buyer as the index stores it: the arena handle of its name and the
-/// units it holds, split in halves so that the entry takes 12 bytes.
-#[derive(Clone, Copy)]
-struct BuyerEntry {
-    name: u32,
-    units_low: u32,
-    units_high: u32,
-}
-
-impl BuyerEntry {
-    fn units(&self) -> i64 {
-        ((u64::from(self.units_high) << 32) | u64::from(self.units_low)) as i64
-    }
-
-    fn set_units(&mut self, units: i64) {
-        self.units_low = units as u64 as u32;
-        self.units_high = ((units as u64) >> 32) as u32;
-    }
+fn slot_handle<const W: usize>(slot: &[u32; W]) -> u32 {
+    slot.get(1).copied().unwrap_or(0)
 }
 
 /// Where a purchase made under a request id stands.
@@ -275,6 +199,17 @@ pub struct RequestView<'a> {
     pub deadline: i64,
 }
 
+/// A request record as the ledger stores it: its user by the handle of
+/// the name (see [`Buyer::handle`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestRecord {
+    pub buyer: u32,
+    pub qty: i64,
+    pub reply: i64,
+    pub state: RequestState,
+    pub deadline: i64,
+}
+
 /// What `add_request` stores besides the id and the buyer.
 #[derive(Clone, Copy, Debug)]
 pub struct NewRequest {
@@ -313,9 +248,10 @@ pub struct Ledger {
     hasher: DefaultHashBuilder,
     arena: Arena,
     /// Buyers and their units, by name.
-    buyers: Index<BuyerEntry>,
-    /// Arena handles of request records, by id.
-    requests: Index<u32>,
+    buyers: Index<4>,
+    /// Arena handles of request records, by id: slots of a tag and the
+    /// handle.
+    requests: Index<2>,
     /// Buyers holding at least one unit.
     holders: usize,
 }
@@ -325,16 +261,45 @@ impl Ledger {
         leading_id(self.arena.record(handle))
     }
 
+    /// The hash lookups of `id` use, for the `*_hashed` lookups.
+    pub fn hash_id(&self, id: &[u8]) -> u64 {
+        self.hasher.hash_one(id)
+    }
+
+    /// Starts loading what a lookup of the buyer with `hash` reads first.
+    pub fn prefetch_buyer(&self, hash: u64) {
+        self.buyers.prefetch(hash);
+    }
+
+    /// Starts loading the name a lookup of the buyer with `hash` will
+    /// compare; best called after `prefetch_buyer` had time to land.
+    pub fn prefetch_buyer_name(&self, hash: u64) {
+        if let Some(slot) = self.buyers.first_tagged(hash) {
+            if let Some(first) = self.arena.record(slot_handle(slot)).first() {
+                prefetch(first);
+            }
+        }
+    }
+
+    /// Starts loading what a lookup of the request with `hash` reads first.
+    pub fn prefetch_request(&self, hash: u64) {
+        self.requests.prefetch(hash);
+    }
+
     pub fn find_buyer(&self, user: &[u8]) -> Lookup<Buyer> {
-        let hash = self.hasher.hash_one(user);
+        self.find_buyer_hashed(self.hash_id(user), user)
+    }
+
+    /// `find_buyer` with the hash of `user` from `hash_id`.
+    pub fn find_buyer_hashed(&self, hash: u64, user: &[u8]) -> Lookup<Buyer> {
         match self
             .buyers
-            .find(hash, |entry| self.id_at(entry.name) == user)
+            .find(hash, |slot| self.id_at(slot_handle(slot)) == user)
         {
-            Some(entry) => Lookup::Found(Buyer {
+            Some(slot) => Lookup::Found(Buyer {
                 hash,
-                name: entry.name,
-                units: entry.units(),
+                name: slot_handle(slot),
+                units: slot_units(slot),
             }),
             None => Lookup::Missing(hash),
         }
@@ -350,13 +315,16 @@ impl Ledger {
 
     pub fn set_units(&mut self, buyer: &mut Buyer, units: i64) {
         let name = buyer.name;
-        if let Some(entry) = self.buyers.find_mut(buyer.hash, |entry| entry.name == name) {
-            match (entry.units() > 0, units > 0) {
+        if let Some(slot) = self
+            .buyers
+            .find_mut(buyer.hash, |slot| slot_handle(slot) == name)
+        {
+            match (slot_units(slot) > 0, units > 0) {
                 (false, true) => self.holders += 1,
                 (true, false) => self.holders -= 1,
                 _ => {}
             }
-            entry.set_units(units);
+            set_slot_units(slot, units);
             buyer.units = units;
         }
     }
@@ -364,15 +332,7 @@ impl Ledger {
     /// Adds a buyer holding nothing yet; `hash` comes from `find_buyer`.
     pub fn add_buyer(&mut self, hash: u64, user: &[u8]) -> Result<Buyer, Full> {
         let name = self.arena.push(&[&[user.len() as u8], user])?;
-        let entry = BuyerEntry {
-            name,
-            units_low: 0,
-            units_high: 0,
-        };
-        let (hasher, arena) = (&self.hasher, &self.arena);
-        self.buyers.insert(hash, entry, |entry| {
-            hasher.hash_one(leading_id(arena.record(entry.name)))
-        });
+        self.buyers.insert(hash, [0, name, 0, 0]);
         Ok(Buyer {
             hash,
             name,
@@ -381,15 +341,34 @@ impl Ledger {
     }
 
     pub fn find_request(&self, id: &[u8]) -> Lookup<u32> {
-        let hash = self.hasher.hash_one(id);
-        match self.requests.find(hash, |handle| self.id_at(*handle) == id) {
-            Some(handle) => Lookup::Found(handle),
+        self.find_request_hashed(self.hash_id(id), id)
+    }
+
+    /// `find_request` with the hash of `id` from `hash_id`.
+    pub fn find_request_hashed(&self, hash: u64, id: &[u8]) -> Lookup<u32> {
+        match self
+            .requests
+            .find(hash, |slot| self.id_at(slot_handle(slot)) == id)
+        {
+            Some(slot) => Lookup::Found(slot_handle(slot)),
             None => Lookup::Missing(hash),
         }
     }
 
     /// The details of the request at `handle`.
     pub fn request(&self, handle: u32) -> RequestView<'_> {
+        let record = self.request_record(handle);
+        RequestView {
+            user: self.id_at(record.buyer),
+            qty: record.qty,
+            reply: record.reply,
+            state: record.state,
+            deadline: record.deadline,
+        }
+    }
+
+    /// The request at `handle` as stored, without reading its user's name.
+    pub fn request_record(&self, handle: u32) -> RequestRecord {
         let record = self.arena.record(handle);
         let id_len = leading_id(record).len();
         let mut rest = record.get(1 + id_len..).unwrap_or(&[]);
@@ -397,7 +376,7 @@ impl Ledger {
             .first()
             .and_then(|code| RequestState::from_code(*code))
             .unwrap_or(RequestState::Purchased);
-        let user = rest
+        let buyer = rest
             .get(1..5)
             .and_then(|bytes| bytes.try_into().ok())
             .map_or(0, u32::from_le_bytes);
@@ -405,8 +384,8 @@ impl Ledger {
         let qty = take_varint(&mut rest) as i64;
         let reply = take_varint(&mut rest) as i64;
         let deadline = take_varint(&mut rest) as i64;
-        RequestView {
-            user: self.id_at(user),
+        RequestRecord {
+            buyer,
             qty,
             reply,
             state,
@@ -434,10 +413,7 @@ impl Ledger {
             put_varint(reply_bytes, request.reply as u64),
             put_varint(deadline_bytes, request.deadline as u64),
         ])?;
-        let (hasher, arena) = (&self.hasher, &self.arena);
-        self.requests.insert(hash, handle, |handle| {
-            hasher.hash_one(leading_id(arena.record(*handle)))
-        });
+        self.requests.insert(hash, [0, handle]);
         Ok(handle)
     }
 
@@ -476,18 +452,63 @@ impl Ledger {
         self.id_at(handle)
     }
 
-    /// Buyers holding at least one unit, with their units.
-    pub fn holders(&self) -> impl Iterator<Item = (&[u8], i64)> {
-        self.buyers
-            .iter()
-            .filter(|entry| entry.units() > 0)
-            .map(|entry| (self.id_at(entry.name), entry.units()))
+    pub fn requests(&self) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
+        self.request_handles()
+            .map(|handle| (self.id_at(handle), self.request(handle)))
     }
 
-    pub fn requests(&self) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
+    /// The handles of every request record, for `request` and
+    /// `request_buyer`.
+    pub fn request_handles(&self) -> impl Iterator<Item = u32> + '_ {
+        // Records are read in index order, which is random in the arena:
+        // while one is decoded, the record some slots ahead is prefetched,
+        // and the name of the buyer of the one half as far ahead, whose
+        // record has arrived by then.
+        let far = self.requests.iter().skip(READ_AHEAD).map(Some);
+        let near = self.requests.iter().skip(READ_AHEAD / 2).map(Some);
         self.requests
             .iter()
-            .map(|handle| (self.id_at(handle), self.request(handle)))
+            .zip(far.chain(std::iter::repeat(None)))
+            .zip(near.chain(std::iter::repeat(None)))
+            .map(|((slot, far), near)| {
+                self.prefetch_record(far);
+                if let Some(near) = near {
+                    let buyer = self.request_buyer(slot_handle(near));
+                    if let Some(first) = self.arena.record(buyer).first() {
+                        prefetch(first);
+                    }
+                }
+                slot_handle(slot)
+            })
+    }
+
+    fn prefetch_record<const W: usize>(&self, slot: Option<&[u32; W]>) {
+        if let Some(first) = slot.and_then(|slot| self.arena.record(slot_handle(slot)).first()) {
+            prefetch(first);
+        }
+    }
+
+    /// Buyers holding at least one unit, with their units.
+    pub fn holders(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        let ahead = self.buyers.iter().skip(READ_AHEAD).map(Some);
+        self.buyers
+            .iter()
+            .zip(ahead.chain(std::iter::repeat(None)))
+            .filter(|(slot, ahead)| {
+                self.prefetch_record(*ahead);
+                slot_units(slot) > 0
+            })
+            .map(|(slot, _)| (self.id_at(slot_handle(slot)), slot_units(slot)))
+    }
+
+    /// Buyers holding at least one unit, as the handle of their name (see
+    /// [`Buyer::handle`]) and their units: a pass over the index alone,
+    /// without reading names.
+    pub fn holder_handles(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
+        self.buyers
+            .iter()
+            .filter(|slot| slot_units(slot) > 0)
+            .map(|slot| (slot_handle(slot), slot_units(slot)))
     }
 
     pub fn holder_count(&self) -> usize {
@@ -495,11 +516,18 @@ impl Ledger {
     }
 
     pub fn request_count(&self) -> usize {
-        self.requests.len
+        self.requests.len()
     }
 
     pub fn buyer_count(&self) -> usize {
-        self.buyers.len
+        self.buyers.len()
+    }
+
+    /// Sizes the indexes for `buyers` and `requests` more records in one
+    /// allocation each, as a loader does before filling them.
+    pub fn reserve(&mut self, buyers: usize, requests: usize) {
+        self.buyers.reserve(buyers);
+        self.requests.reserve(requests);
     }
 
     pub fn memory_usage(&self) -> usize {
