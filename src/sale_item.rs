@@ -8,9 +8,9 @@ mod index;
 mod ledger;
 
 pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
-use ledger::{Ledger, Lookup};
+use ledger::{LazyLedger, Lookup};
 pub use ledger::{RequestState, RequestView};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -200,18 +200,19 @@ pub struct SaleItem {
     sold: i64,
     /// Units ever given back by refunds.
     refunded: i64,
-    /// Units ever given back by holds that lapsed.
-    expired: i64,
-    /// Units in pending holds; they count as sold until confirmed, refunded
-    /// or lapsed.
-    held: i64,
-    /// Units of each pending hold, by deadline (Unix ms) and request record:
-    /// reads sum the lapsed ones without touching the ledger.
-    holds: BTreeMap<(i64, u32), i64>,
+    /// What every buyer holds, every purchase made with a request id and
+    /// every pending hold; allocated by the first purchase.
+    ledger: LazyLedger,
+    /// Settings few items use, allocated when one is set.
+    rare: Option<Box<Rare>>,
+}
+
+/// The parts of an item most items leave unset: kept out of line, so that
+/// an item with no buyers costs about what a small hash does.
+#[derive(Clone, Default)]
+struct Rare {
     window: Window,
     outbox: Option<Outbox>,
-    /// What every buyer holds, and every purchase made with a request id.
-    ledger: Ledger,
     /// While the item is rebuilt chunk by chunk (SECKILL.LOADCHUNK): the
     /// records its header announced, checked once they are all in.
     chunks_due: Option<codec::Expected>,
@@ -236,30 +237,51 @@ impl SaleItem {
             added: 0,
             sold: 0,
             refunded: 0,
-            expired: 0,
-            held: 0,
-            holds: BTreeMap::new(),
-            window: Window::default(),
-            outbox: None,
-            ledger: Ledger::default(),
-            chunks_due: None,
+            ledger: LazyLedger::default(),
+            rare: None,
+        }
+    }
+
+    /// The out-of-line settings, allocated if `needed` (a value other
+    /// than the default is being set); `None` leaves nothing to change.
+    fn rare_mut(&mut self, needed: bool) -> Option<&mut Rare> {
+        if needed {
+            Some(self.rare.get_or_insert_with(Box::default))
+        } else {
+            self.rare.as_deref_mut()
         }
     }
 
     pub fn outbox(&self) -> Option<&Outbox> {
-        self.outbox.as_ref()
+        self.rare.as_ref().and_then(|rare| rare.outbox.as_ref())
     }
 
     pub fn set_outbox(&mut self, outbox: Option<Outbox>) {
-        self.outbox = outbox;
+        if let Some(rare) = self.rare_mut(outbox.is_some()) {
+            rare.outbox = outbox;
+        }
     }
 
     pub fn window(&self) -> Window {
-        self.window
+        self.rare
+            .as_ref()
+            .map_or_else(Window::default, |rare| rare.window)
     }
 
     pub fn set_window(&mut self, window: Window) {
-        self.window = window;
+        if let Some(rare) = self.rare_mut(!window.is_always_open()) {
+            rare.window = window;
+        }
+    }
+
+    fn chunks_due(&self) -> Option<codec::Expected> {
+        self.rare.as_ref().and_then(|rare| rare.chunks_due)
+    }
+
+    fn set_chunks_due(&mut self, expected: Option<codec::Expected>) {
+        if let Some(rare) = self.rare_mut(expected.is_some()) {
+            rare.chunks_due = expected;
+        }
     }
 
     pub fn remaining(&self) -> i64 {
@@ -288,12 +310,12 @@ impl SaleItem {
             added: self.added,
             sold: self.sold,
             refunded: self.refunded,
-            held: self.held,
-            holds: self.holds.len(),
-            expired: self.expired,
+            held: self.ledger.held,
+            holds: self.ledger.holds.len(),
+            expired: self.ledger.expired,
             buyers: self.ledger.holder_count(),
             requests: self.ledger.request_count(),
-            window: self.window,
+            window: self.window(),
         }
     }
 
@@ -347,7 +369,8 @@ impl SaleItem {
 
     /// The earliest deadline among pending holds.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.holds
+        self.ledger
+            .holds
             .first_key_value()
             .map(|((deadline, _), _)| *deadline)
     }
@@ -356,6 +379,7 @@ impl SaleItem {
     /// their units go back to the stock and to their users' quotas.
     pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Lapsed> {
         let due: Vec<HoldRef> = self
+            .ledger
             .holds
             .range(..=(now, u32::MAX))
             .take(max)
@@ -388,7 +412,8 @@ impl SaleItem {
     /// deadline). Those due at `now` are left out: they are as good as
     /// released.
     pub fn pending_holds(&self, now: i64) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
-        self.holds
+        self.ledger
+            .holds
             .range((now.saturating_add(1), 0)..)
             .map(|((_, handle), _)| {
                 (
@@ -404,7 +429,7 @@ impl SaleItem {
         let mut stats = self.stats();
         // Units lapsing per buyer, to tell which buyers hold nothing after.
         let mut lapsing_buyers: HashMap<u32, i64> = HashMap::new();
-        for ((_, handle), qty) in self.holds.range(..=(now, u32::MAX)) {
+        for ((_, handle), qty) in self.ledger.holds.range(..=(now, u32::MAX)) {
             stats.held = stats.held.saturating_sub(*qty);
             stats.holds = stats.holds.saturating_sub(1);
             stats.expired = stats.expired.saturating_add(*qty);
@@ -416,7 +441,7 @@ impl SaleItem {
                 .or_default();
             *units = units.saturating_add(*qty);
         }
-        for ((_, handle), _) in self.holds.range(..=(now, u32::MAX)) {
+        for ((_, handle), _) in self.ledger.holds.range(..=(now, u32::MAX)) {
             let buyer = self.ledger.request_buyer(*handle);
             if let Some(lapsing) = lapsing_buyers.remove(&buyer) {
                 let held = self.bought(self.ledger.request(*handle).user);
@@ -463,12 +488,21 @@ impl SaleItem {
             .saturating_add(self.ledger.request_count())
     }
 
-    /// The heap this item occupies, for MEMORY USAGE.
-    pub fn memory_usage(&self) -> usize {
-        // A B-tree entry is its key and value plus about a third again in
-        // node overhead.
-        let hold_entry = std::mem::size_of::<((i64, u32), i64)>() * 4 / 3;
-        std::mem::size_of::<Self>() + self.ledger.memory_usage() + self.holds.len() * hold_entry
+    /// True while an index of the ledger is moving entries to a bigger
+    /// table.
+    #[cfg(test)]
+    pub fn is_resizing(&self) -> bool {
+        self.ledger.is_resizing()
+    }
+
+    /// The heap this item occupies besides its own struct, for MEMORY
+    /// USAGE.
+    pub fn heap_usage(&self) -> usize {
+        let rare = self.rare.as_ref().map_or(0, |rare| {
+            std::mem::size_of::<Rare>()
+                + rare.outbox.as_ref().map_or(0, |outbox| outbox.stream.len())
+        });
+        self.ledger.memory_usage() + rare
     }
 
     fn sorted_content(&self) -> SortedContent<'_> {

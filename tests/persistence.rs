@@ -3,6 +3,8 @@
 mod common;
 
 use common::{error, fill_mixed, ok, snapshot, Server};
+use redis::Value;
+use std::collections::HashMap;
 
 const BIG: usize = 2_500;
 
@@ -270,4 +272,323 @@ fn an_rdb_written_by_the_first_release_still_loads() {
         common::info_field(&mut con, "sku:unlimited", "unlimited"),
         1
     );
+}
+
+#[test]
+fn an_rdb_written_at_format_version_2_still_loads() {
+    // Saved by the module at format and encoding version 2 (commit 9053413,
+    // sale windows, before holds):
+    // INIT sku:v2 10 LIMIT 2 START 1000000000000 END 4102444800000;
+    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2; ADD 5;
+    // INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v2.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    let expected: Vec<(String, i64)> = [
+        ("stock", 12),
+        ("unlimited", 0),
+        ("limit", 2),
+        ("initial", 10),
+        ("added", 5),
+        ("sold", 4),
+        ("refunded", 1),
+        ("held", 0),
+        ("holds", 0),
+        ("expired", 0),
+        ("buyers", 2),
+        ("requests", 2),
+        ("start", 1_000_000_000_000),
+        ("end", 4_102_444_800_000),
+        ("stream_maxlen", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:v2"), expected);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "alice"]),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "carol"]),
+        1
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "bob"]), 0);
+    let replay: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v2", "alice", "2", "ID", "order-1"],
+    );
+    assert_eq!(replay, 8);
+    let refunded: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v2", "bob", "1", "ID", "order-2"],
+    );
+    assert_eq!(refunded, -4);
+    let expected: Vec<(String, i64)> = [
+        ("stock", i64::MAX),
+        ("unlimited", 1),
+        ("limit", 0),
+        ("initial", 0),
+        ("added", 0),
+        ("sold", 3),
+        ("refunded", 0),
+        ("held", 0),
+        ("holds", 0),
+        ("expired", 0),
+        ("buyers", 1),
+        ("requests", 1),
+        ("start", 0),
+        ("end", 0),
+        ("stream_maxlen", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
+    let replay: i64 = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:unlimited",
+            "dave",
+            "3",
+            "ID",
+            "order-3",
+        ],
+    );
+    assert_eq!(replay, i64::MAX);
+}
+
+#[test]
+fn an_rdb_written_at_format_version_3_still_loads() {
+    // Saved by the module at format and encoding version 3 (commit bc2d008,
+    // holds and the 'Q' request chunk, before the order stream):
+    // INIT sku:v3 20 LIMIT 3 START 1000000000000 END 4102444800000;
+    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2;
+    // dave 2 (hold-1 HOLDUNTIL 4102444800000), erin 1 (hold-2 HOLDUNTIL
+    // 4102444800000); CONFIRM hold-2; frank 3 (hold-3 HOLD 1), lapsed 2 s
+    // later; ADD 5; INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v3.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    let expected: Vec<(String, i64)> = [
+        ("stock", 19),
+        ("unlimited", 0),
+        ("limit", 3),
+        ("initial", 20),
+        ("added", 5),
+        ("sold", 10),
+        ("refunded", 1),
+        ("held", 2),
+        ("holds", 1),
+        ("expired", 3),
+        ("buyers", 4),
+        ("requests", 5),
+        ("start", 1_000_000_000_000),
+        ("end", 4_102_444_800_000),
+        ("stream_maxlen", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:v3"), expected);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "alice"]),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "dave"]),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "erin"]),
+        1
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "frank"]),
+        0
+    );
+    let replay: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v3", "alice", "2", "ID", "order-1"],
+    );
+    assert_eq!(replay, 18);
+    let refunded: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:v3", "bob", "1", "ID", "order-2"],
+    );
+    assert_eq!(refunded, -4);
+    let holds: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", "sku:v3"]);
+    assert_eq!(
+        holds,
+        [("hold-1".to_owned(), "dave".to_owned(), 2, 4_102_444_800_000)]
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:v3", "hold-2"]),
+        0,
+        "the confirmed hold is final"
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:v3", "hold-3"]),
+        -4,
+        "the lapsed hold stays lapsed"
+    );
+    let expected: Vec<(String, i64)> = [
+        ("stock", i64::MAX),
+        ("unlimited", 1),
+        ("limit", 0),
+        ("initial", 0),
+        ("added", 0),
+        ("sold", 3),
+        ("refunded", 0),
+        ("held", 0),
+        ("holds", 0),
+        ("expired", 0),
+        ("buyers", 1),
+        ("requests", 1),
+        ("start", 0),
+        ("end", 0),
+        ("stream_maxlen", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
+    let replay: i64 = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:unlimited",
+            "dave",
+            "3",
+            "ID",
+            "order-3",
+        ],
+    );
+    assert_eq!(replay, i64::MAX);
+}
+
+#[test]
+fn an_rdb_written_at_format_version_4_still_loads() {
+    // Saved by the module at format and encoding version 4 (commit 616aa1f,
+    // the order stream):
+    // INIT {sku:v4} 20 LIMIT 3 START 1000000000000 END 4102444800000
+    // STREAM {sku:v4}:orders MAXLEN 100; alice 2 (order-1), bob 1 (order-2),
+    // carol 1; REFUND order-2; dave 2 (hold-1 HOLDUNTIL 4102444800000),
+    // erin 1 (hold-2 HOLDUNTIL 4102444800000); CONFIRM hold-2; frank 3
+    // (hold-3 HOLD 1), lapsed 2 s later; ADD 5 (9 stream entries: 3
+    // purchases, a refund, 3 holds, a confirm, an expire);
+    // INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v4.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    let expected: Vec<(String, i64)> = [
+        ("stock", 19),
+        ("unlimited", 0),
+        ("limit", 3),
+        ("initial", 20),
+        ("added", 5),
+        ("sold", 10),
+        ("refunded", 1),
+        ("held", 2),
+        ("holds", 1),
+        ("expired", 3),
+        ("buyers", 4),
+        ("requests", 5),
+        ("start", 1_000_000_000_000),
+        ("end", 4_102_444_800_000),
+        ("stream_maxlen", 100),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "{sku:v4}"), expected);
+    let info: HashMap<String, Value> = ok(&mut con, &["SECKILL.INFO", "{sku:v4}"]);
+    assert_eq!(
+        info["stream"],
+        Value::BulkString(b"{sku:v4}:orders".to_vec())
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "alice"]),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "dave"]),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "erin"]),
+        1
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "frank"]),
+        0
+    );
+    let replay: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "{sku:v4}", "alice", "2", "ID", "order-1"],
+    );
+    assert_eq!(replay, 18);
+    let refunded: i64 = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "{sku:v4}", "bob", "1", "ID", "order-2"],
+    );
+    assert_eq!(refunded, -4);
+    let holds: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", "{sku:v4}"]);
+    assert_eq!(
+        holds,
+        [("hold-1".to_owned(), "dave".to_owned(), 2, 4_102_444_800_000)]
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "{sku:v4}", "hold-2"]),
+        0,
+        "the confirmed hold is final"
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "{sku:v4}", "hold-3"]),
+        -4,
+        "the lapsed hold stays lapsed"
+    );
+    let expected: Vec<(String, i64)> = [
+        ("stock", i64::MAX),
+        ("unlimited", 1),
+        ("limit", 0),
+        ("initial", 0),
+        ("added", 0),
+        ("sold", 3),
+        ("refunded", 0),
+        ("held", 0),
+        ("holds", 0),
+        ("expired", 0),
+        ("buyers", 1),
+        ("requests", 1),
+        ("start", 0),
+        ("end", 0),
+        ("stream_maxlen", 0),
+    ]
+    .into_iter()
+    .map(|(field, value)| (field.to_owned(), value))
+    .collect();
+    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
+    let replay: i64 = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:unlimited",
+            "dave",
+            "3",
+            "ID",
+            "order-3",
+        ],
+    );
+    assert_eq!(replay, i64::MAX);
+
+    // The stream came back with the item, and the kept setting still writes
+    // to it: replays and refusals above appended nothing, a new sale does.
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v4}:orders"]), 9);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "{sku:v4}", "gina", "1"]),
+        18
+    );
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v4}:orders"]), 10);
 }

@@ -1,6 +1,7 @@
 //! `make bench`: SECKILL.DEDUCT against every alternative a user would pick,
 //! on the same machine in the same run, written to BENCHMARKS.md and a chart.
 
+mod big_items;
 mod contenders;
 mod drain;
 mod instructions;
@@ -15,9 +16,7 @@ use contenders::{
 };
 use load::{closed_loop, redis_benchmark, Throughput};
 use redis::Connection;
-use report::{
-    FlashSaleRow, Growth, Lapse, Measurement, Memory, PathReport, Report, LAPSE_PING_BOUND,
-};
+use report::{FlashSaleRow, Lapse, Measurement, Memory, PathReport, Report, LAPSE_PING_BOUND};
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
@@ -39,6 +38,7 @@ struct Plan {
     sale_reclicks: usize,
     memory_buyers: usize,
     growth_calls: usize,
+    big_item_buyers: usize,
     lapsing_holds: usize,
     lapsing_items: usize,
     drain_entries: usize,
@@ -60,7 +60,9 @@ impl Plan {
             sale_users: 100_000,
             sale_reclicks: 20_000,
             memory_buyers: 100_000,
-            growth_calls: 4_000_000 / scale,
+            // About 10 million distinct users out of a billion.
+            growth_calls: 10_050_000 / scale,
+            big_item_buyers: 1_000_000 / scale,
             lapsing_holds: 200_000,
             lapsing_items: 1_000,
             drain_entries: 100_000 / scale,
@@ -83,7 +85,7 @@ fn median_throughput(runs: &[Throughput]) -> Throughput {
 }
 
 /// One integer field of SECKILL.INFO, or -1 if it has none.
-fn info_field(con: &mut Connection, key: &str, field: &str) -> i64 {
+pub(crate) fn info_field(con: &mut Connection, key: &str, field: &str) -> i64 {
     let info: std::collections::HashMap<String, redis::Value> = ok(con, &["SECKILL.INFO", key]);
     match info.get(field) {
         Some(redis::Value::Int(value)) => *value,
@@ -774,45 +776,17 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
     }
 }
 
-/// The longest a client waits while one item grows to millions of buyers:
-/// a hash table that doubles in one step would stop the server meanwhile.
-fn growth(server: &Server, con: &mut Connection, plan: &Plan) -> Growth {
-    ok::<String>(con, &["FLUSHALL"]);
-    ok::<i64>(con, &["SECKILL.INIT", "grow", "100000000000000"]);
-    println!(
-        "  {} calls over users out of 100 million, -P 16",
-        plan.growth_calls
-    );
-    let args: Vec<String> = ["SECKILL.DEDUCT", "grow", "user:__rand_int__", "1"]
-        .iter()
-        .map(|arg| arg.to_string())
-        .collect();
-    let run = redis_benchmark(
-        server.port,
-        plan.clients,
-        plan.growth_calls,
-        16,
-        100_000_000,
-        &args,
-    );
-    let buyers = info_field(con, "grow", "buyers");
-    ok::<String>(con, &["FLUSHALL"]);
-    Growth {
-        buyers,
-        throughput: run,
-    }
-}
-
 /// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone,
 /// `SECKILL_BENCH_ONLY=instructions` section (g) and
-/// `SECKILL_BENCH_ONLY=drain` section (h), and prints its figures instead
+/// `SECKILL_BENCH_ONLY=drain` section (h) and `SECKILL_BENCH_ONLY=big`
+/// sections (e) and (i), and prints their figures instead
 /// of rewriting BENCHMARKS.md and the chart. No other section can run
 /// alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if !["lapse", "instructions", "drain"].contains(&section.as_str()) {
+    if !["lapse", "instructions", "drain", "big"].contains(&section.as_str()) {
         eprintln!(
-            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions` or `drain` can run alone"
+            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain` or `big` can run alone"
         );
         std::process::exit(2);
     }
@@ -864,6 +838,12 @@ fn main() {
         }
         return;
     }
+    if only.as_deref() == Some("big") {
+        println!("(e) and (i), alone (BENCHMARKS.md is left as it is)");
+        big_items::growth(&server, &mut con, plan.clients, plan.growth_calls);
+        big_items::big_items(&mut con, plan.big_item_buyers);
+        return;
+    }
     if only.as_deref() == Some("instructions") {
         println!("(g) instructions per call, alone (BENCHMARKS.md is left as it is)");
         for count in instructions::measure() {
@@ -892,13 +872,15 @@ fn main() {
     println!("(d) memory");
     let memory = memory(&mut con, &plan);
     println!("(e) growth: one item to millions of buyers");
-    let growth = growth(&server, &mut con, &plan);
+    let growth = big_items::growth(&server, &mut con, plan.clients, plan.growth_calls);
     println!("(f) holds lapsing");
     let lapse = lapse(&server, &mut con, &plan);
     println!("(g) instructions per call (callgrind)");
     let instructions = instructions::measure();
     println!("(h) order drain: seckill-orders against COPY");
     let drain = order_drain(&server, &mut con, &plan, postgres.as_ref());
+    println!("(i) big items against a hash and a set");
+    let big = big_items::big_items(&mut con, plan.big_item_buyers);
 
     let report = Report {
         redis_version: version,
@@ -916,6 +898,7 @@ fn main() {
         memory,
         instructions,
         growth,
+        big,
         lapse,
         drain,
     };

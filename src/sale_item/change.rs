@@ -89,7 +89,7 @@ impl SaleItem {
         };
         let mut all = 0i64;
         let mut own = 0i64;
-        for ((_, handle), qty) in self.holds.range(..=(at, u32::MAX)) {
+        for ((_, handle), qty) in self.ledger.holds.range(..=(at, u32::MAX)) {
             all = all.saturating_add(*qty);
             if buyer.is_some_and(|buyer| self.ledger.request_buyer(*handle) == buyer) {
                 own = own.saturating_add(*qty);
@@ -158,12 +158,12 @@ impl SaleItem {
             None => None,
         };
         if let Moment::At(now) = moment {
-            if let Some(refusal) = self.window.refusal(now) {
+            if let Some(refusal) = self.window().refusal(now) {
                 return Ok(Verdict::Answer(refusal));
             }
         }
         // Stock first: a sold-out item answers without looking at the buyer.
-        let lapsing = if self.holds.is_empty() {
+        let lapsing = if self.ledger.holds.is_empty() {
             0
         } else {
             self.lapsing(at, None).0
@@ -192,7 +192,10 @@ impl SaleItem {
         };
         self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
         if hold_until.is_some() {
-            self.held.checked_add(qty).ok_or(ItemError::Overflow)?;
+            self.ledger
+                .held
+                .checked_add(qty)
+                .ok_or(ItemError::Overflow)?;
         }
         let new_user = matches!(buyer, Lookup::Missing(_)).then_some(user);
         if !self.ledger.has_room(new_user, request_id) {
@@ -327,7 +330,7 @@ impl SaleItem {
             }
             _ => (None, 0),
         };
-        let due = self.holds.range(..=(now, u32::MAX));
+        let due = self.ledger.holds.range(..=(now, u32::MAX));
         let mut plan: Vec<HoldRef> = Vec::new();
         if let Some(own) = own {
             for (hold, qty) in due.clone() {
@@ -372,7 +375,7 @@ impl SaleItem {
     /// or an ADD, the units a REFUND gave back).
     pub fn apply(&mut self, holds: &[HoldRef], change: Change) -> i64 {
         for hold in holds {
-            if self.holds.contains_key(hold) {
+            if self.ledger.holds.contains_key(hold) {
                 self.lapse(*hold);
             }
         }
@@ -380,8 +383,8 @@ impl SaleItem {
             Change::Nothing => 0,
             Change::Deduct(purchase) => self.record_purchase(purchase),
             Change::Confirm(hold) => {
-                if let Some(qty) = self.holds.remove(&hold) {
-                    self.held = self.held.saturating_sub(qty).max(0);
+                if let Some(qty) = self.ledger.holds.remove(&hold) {
+                    self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
                     self.ledger.set_state(hold.1, RequestState::Purchased);
                 }
                 1
@@ -390,7 +393,7 @@ impl SaleItem {
             Change::Release(holds) => {
                 let pending = holds
                     .into_iter()
-                    .filter(|hold| self.holds.contains_key(hold))
+                    .filter(|hold| self.ledger.holds.contains_key(hold))
                     .collect::<Vec<_>>();
                 for hold in &pending {
                     self.lapse(*hold);
@@ -405,11 +408,11 @@ impl SaleItem {
                 self.remaining()
             }
             Change::Window(window) => {
-                self.window = window;
+                self.set_window(window);
                 1
             }
             Change::Outbox(outbox) => {
-                self.outbox = outbox;
+                self.set_outbox(outbox);
                 1
             }
         }
@@ -444,8 +447,10 @@ impl SaleItem {
             };
             if let Ok(handle) = self.ledger.add_request(hash, id, &buyer, request) {
                 if order.hold_until.is_some() {
-                    self.holds.insert((request.deadline, handle), order.qty);
-                    self.held = self.held.saturating_add(order.qty);
+                    self.ledger
+                        .holds
+                        .insert((request.deadline, handle), order.qty);
+                    self.ledger.held = self.ledger.held.saturating_add(order.qty);
                 }
             }
         }
@@ -467,8 +472,8 @@ impl SaleItem {
             self.ledger.set_units(&mut buyer, units);
         }
         if let Some(hold) = hold {
-            self.holds.remove(&hold);
-            self.held = self.held.saturating_sub(qty).max(0);
+            self.ledger.holds.remove(&hold);
+            self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
         }
         self.ledger.set_state(handle, RequestState::Refunded);
         if let Stock::Limited(units) = self.stock {
@@ -481,7 +486,7 @@ impl SaleItem {
     /// Ends one pending hold as lapsed: its units go back to the stock and
     /// to the buyer's quota.
     pub(super) fn lapse(&mut self, (deadline, handle): HoldRef) {
-        let Some(qty) = self.holds.remove(&(deadline, handle)) else {
+        let Some(qty) = self.ledger.holds.remove(&(deadline, handle)) else {
             return;
         };
         let user = self.ledger.request(handle).user;
@@ -492,8 +497,8 @@ impl SaleItem {
         if let Stock::Limited(units) = self.stock {
             self.stock = Stock::Limited(units.saturating_add(qty));
         }
-        self.held = self.held.saturating_sub(qty).max(0);
-        self.expired = self.expired.saturating_add(qty);
+        self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
+        self.ledger.expired = self.ledger.expired.saturating_add(qty);
         self.ledger.set_state(handle, RequestState::Expired);
     }
 }
@@ -572,7 +577,7 @@ impl SaleItem {
                 for (deadline, handle) in holds {
                     if !Self::is_lapsed(*deadline, at) {
                         if let (Stock::Limited(_), Some(qty)) =
-                            (self.stock, self.holds.get(&(*deadline, *handle)))
+                            (self.stock, self.ledger.holds.get(&(*deadline, *handle)))
                         {
                             after = after.saturating_add(*qty);
                         }

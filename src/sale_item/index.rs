@@ -73,7 +73,7 @@ impl<const W: usize> Table<W> {
         }
     }
 
-    fn empty() -> Self {
+    const fn empty() -> Self {
         Table {
             slots: Vec::new(),
             shift: 32,
@@ -157,20 +157,25 @@ pub struct Index<const W: usize> {
 
 impl<const W: usize> Default for Index<W> {
     fn default() -> Self {
+        Index::new()
+    }
+}
+
+impl<const W: usize> Index<W> {
+    pub const fn new() -> Self {
         Index {
             table: Table::empty(),
             resize: None,
             len: 0,
         }
     }
-}
 
-impl<const W: usize> Index<W> {
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True while entries of a previous table are still being moved.
+    #[cfg(test)]
     pub fn is_resizing(&self) -> bool {
         self.resize.is_some()
     }

@@ -277,6 +277,73 @@ fn codec_round_trips_a_large_ledger_in_several_chunks() {
     assert_eq!(round_trip(&item), Ok(item));
 }
 
+/// Purchases by `count` new users, each under its own request id: one
+/// buyer and one request record each.
+fn item_with_buyers(count: usize) -> SaleItem {
+    let mut item = limited(1_000_000, 2);
+    for n in 0..count {
+        let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+        item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None)
+            .unwrap();
+    }
+    item
+}
+
+/// The buyer count the integration tests use for an item caught in the
+/// middle of a resize: tables double when 3/4 full (16,384 slots hold
+/// 12,288 entries) and the insert after that starts moving the old table
+/// over the next 1,024 inserts.
+const MID_RESIZE_BUYERS: usize = 12_789;
+
+#[test]
+fn an_item_caught_mid_resize_saves_loads_and_sells_on() {
+    let mut item = item_with_buyers(MID_RESIZE_BUYERS);
+    assert!(item.is_resizing(), "both indexes are moving entries");
+    let mut loaded = round_trip(&item).unwrap();
+    assert_eq!(loaded, item);
+    for n in [0, 6_000, 12_287, 12_288, MID_RESIZE_BUYERS - 1] {
+        let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+        assert_eq!(loaded.bought(user.as_bytes()), 1);
+        let replay = loaded.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None);
+        assert_eq!(
+            replay,
+            Ok(Deduction::Replayed {
+                remaining: 1_000_000 - 1 - n as i64
+            })
+        );
+    }
+    // Both copies go on growing through the rest of the resize and the
+    // next one, and stay equal.
+    for n in MID_RESIZE_BUYERS..30_000 {
+        let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+        let bought = item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None);
+        assert_eq!(
+            loaded.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None),
+            bought
+        );
+    }
+    assert_eq!(loaded, item);
+    assert_eq!(item.stats().buyers, 30_000);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// However many buyers an item has, wherever its indexes are in a
+    /// resize, it saves and loads into an equal item whose ids all replay.
+    #[test]
+    fn save_and_load_round_trip_at_any_size(count in 1usize..6_000) {
+        let item = item_with_buyers(count);
+        let mut loaded = round_trip(&item).unwrap();
+        prop_assert_eq!(&loaded, &item);
+        for n in [0, count / 2, count - 1] {
+            let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+            let replay = loaded.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None);
+            prop_assert_eq!(replay, Ok(Deduction::Replayed { remaining: 1_000_000 - 1 - n as i64 }));
+        }
+    }
+}
+
 #[test]
 fn codec_refuses_a_newer_format() {
     let mut header = Vec::new();

@@ -1,0 +1,323 @@
+//! Sections (e) and (i): one item with millions of buyers against Redis's
+//! own types holding the same ids (a hash of the buyers, a set of the
+//! request ids), in the same run on the same server.
+//!
+//! Every time here is server-side: `usec` from `INFO commandstats` for one
+//! call, the longest entry of `SLOWLOG` under load, or the wall time of an
+//! AOF rewrite child.
+
+use crate::load::{redis_benchmark, Throughput};
+use redis::Connection;
+use seckill_harness::{command_stat, ok, server_info, Server};
+use std::time::{Duration, Instant};
+
+/// One operation timed on the item and on the native pair.
+pub struct BigRow {
+    pub operation: String,
+    pub seckill_ms: f64,
+    pub native_ms: f64,
+}
+
+/// `MEMORY USAGE` against what `used_memory` grew by while the item was
+/// built, at one size.
+pub struct MemoryRow {
+    pub buyers: usize,
+    pub memory_usage: f64,
+    pub used_memory_growth: f64,
+}
+
+pub struct BigItems {
+    pub buyers: usize,
+    pub rows: Vec<BigRow>,
+    pub memory: Vec<MemoryRow>,
+    /// Bytes per key by `used_memory` growth over many keys: an item with
+    /// no buyers, and `HSET h stock 100 limit 1 sold 0 refunded 0`.
+    pub empty_item: f64,
+    pub small_hash: f64,
+}
+
+pub struct Growth {
+    pub buyers: i64,
+    pub calls: usize,
+    pub seckill: Throughput,
+    pub native: Throughput,
+    /// Longest single call, server-side (SLOWLOG), in ms.
+    pub seckill_longest_ms: f64,
+    pub native_longest_ms: f64,
+}
+
+const PIPELINE: usize = 10_000;
+
+/// `used_memory` less what client buffers hold: a pipeline of purchases
+/// leaves a query buffer behind for a while, which is not the item's.
+fn used_memory(con: &mut Connection) -> f64 {
+    let figure = |con: &mut Connection, field: &str| -> f64 {
+        server_info(con, "memory", field)
+            .and_then(|bytes| bytes.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    figure(con, "used_memory") - figure(con, "mem_clients_normal")
+}
+
+/// Server-side milliseconds of one call of `args`, from INFO commandstats.
+fn timed(con: &mut Connection, args: &[&[u8]]) -> f64 {
+    ok::<String>(con, &["CONFIG", "RESETSTAT"]);
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap_or("PING"));
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query::<redis::Value>(con).expect("timed call");
+    let name = String::from_utf8_lossy(args[0]).to_lowercase();
+    command_stat(con, &name, "usec").unwrap_or(f64::NAN) / 1000.0
+}
+
+fn median3(mut run: impl FnMut() -> f64) -> f64 {
+    let mut values: Vec<f64> = (0..3).map(|_| run()).collect();
+    values.sort_by(f64::total_cmp);
+    values[1]
+}
+
+fn fill_item(con: &mut Connection, key: &str, buyers: usize) {
+    ok::<i64>(con, &["SECKILL.INIT", key, "100000000000"]);
+    for first in (0..buyers).step_by(PIPELINE) {
+        let mut pipe = redis::pipe();
+        for n in first..(first + PIPELINE).min(buyers) {
+            pipe.cmd("SECKILL.DEDUCT")
+                .arg(key)
+                .arg(format!("user:{n}"))
+                .arg(1)
+                .arg("ID")
+                .arg(format!("order:{n}"))
+                .ignore();
+        }
+        pipe.query::<()>(con).expect("fill item");
+    }
+}
+
+fn fill_native(con: &mut Connection, hash: &str, set: &str, buyers: usize) {
+    for first in (0..buyers).step_by(PIPELINE) {
+        let mut pipe = redis::pipe();
+        for n in first..(first + PIPELINE).min(buyers) {
+            pipe.cmd("HSET")
+                .arg(hash)
+                .arg(format!("user:{n}"))
+                .arg(1)
+                .ignore()
+                .cmd("SADD")
+                .arg(set)
+                .arg(format!("order:{n}"))
+                .ignore();
+        }
+        pipe.query::<()>(con).expect("fill native");
+    }
+}
+
+fn dump(con: &mut Connection, key: &str) -> Vec<u8> {
+    redis::cmd("DUMP").arg(key).query(con).expect("dump")
+}
+
+/// Wall time of a `BGREWRITEAOF` child, polled every 5 ms.
+fn aof_rewrite_ms(con: &mut Connection) -> f64 {
+    let in_progress = |con: &mut Connection| {
+        server_info(con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("1")
+            || server_info(con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("1")
+    };
+    while in_progress(con) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    ok::<String>(con, &["BGREWRITEAOF"]);
+    while in_progress(con) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    started.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Bytes per key over `count` keys made by `make`.
+fn per_key(con: &mut Connection, count: usize, make: impl Fn(&mut redis::Pipeline, usize)) -> f64 {
+    ok::<String>(con, &["FLUSHALL"]);
+    let before = used_memory(con);
+    let mut pipe = redis::pipe();
+    for n in 0..count {
+        make(&mut pipe, n);
+    }
+    pipe.query::<()>(con).expect("keys");
+    (used_memory(con) - before) / count as f64
+}
+
+/// Table (i).
+pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
+    println!("  one item of {buyers} buyers and request ids against a hash + a set");
+    // Redis allocates a latency histogram for each command the first time
+    // it runs: not the item's memory.
+    ok::<String>(con, &["CONFIG", "SET", "latency-tracking", "no"]);
+    let mut memory = Vec::new();
+    for size in [1_000, 100_000] {
+        ok::<String>(con, &["FLUSHALL"]);
+        let before = used_memory(con);
+        fill_item(con, "big", size);
+        memory.push(MemoryRow {
+            buyers: size,
+            memory_usage: ok::<i64>(con, &["MEMORY", "USAGE", "big"]) as f64,
+            used_memory_growth: used_memory(con) - before,
+        });
+    }
+    ok::<String>(con, &["FLUSHALL"]);
+    let before = used_memory(con);
+    fill_item(con, "big", buyers);
+    memory.push(MemoryRow {
+        buyers,
+        memory_usage: ok::<i64>(con, &["MEMORY", "USAGE", "big"]) as f64,
+        used_memory_growth: used_memory(con) - before,
+    });
+    fill_native(con, "h", "s", buyers);
+
+    let mut rows = Vec::new();
+    let mut row = |operation: &str, seckill_ms: f64, native_ms: f64| {
+        println!("    {operation:<28} {seckill_ms:>9.1} ms  {native_ms:>9.1} ms");
+        rows.push(BigRow {
+            operation: operation.to_owned(),
+            seckill_ms,
+            native_ms,
+        });
+    };
+    let seckill = median3(|| timed(con, &[b"DUMP", b"big"]));
+    let native = median3(|| timed(con, &[b"DUMP", b"h"]) + timed(con, &[b"DUMP", b"s"]));
+    row("`DUMP`", seckill, native);
+
+    let payloads = [dump(con, "big"), dump(con, "h"), dump(con, "s")];
+    let restore = |con: &mut Connection, key: &str, payload: &[u8]| {
+        let ms = timed(con, &[b"RESTORE", key.as_bytes(), b"0", payload]);
+        ok::<i64>(con, &["UNLINK", key]);
+        ms
+    };
+    let seckill = median3(|| restore(con, "big:copy", &payloads[0]));
+    let native =
+        median3(|| restore(con, "h:copy", &payloads[1]) + restore(con, "s:copy", &payloads[2]));
+    row(
+        "`RESTORE` (what `MIGRATE` makes the target do)",
+        seckill,
+        native,
+    );
+
+    let seckill = median3(|| timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"big"]));
+    let native = median3(|| {
+        timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"h"])
+            + timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"s"])
+    });
+    row("`DEBUG DIGEST-VALUE`", seckill, native);
+
+    // Each contender alone in the database for the whole-dataset figures.
+    ok::<i64>(con, &["UNLINK", "h", "s"]);
+    let seckill_reload = median3(|| timed(con, &[b"DEBUG", b"RELOAD"]));
+    ok::<String>(con, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
+    ok::<String>(con, &["CONFIG", "SET", "appendonly", "yes"]);
+    let seckill_rewrite = median3(|| aof_rewrite_ms(con));
+    ok::<String>(con, &["CONFIG", "SET", "appendonly", "no"]);
+    ok::<i64>(con, &["UNLINK", "big"]);
+    for (key, payload) in [("h", &payloads[1]), ("s", &payloads[2])] {
+        redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(payload.as_slice())
+            .query::<()>(con)
+            .expect("restore native");
+    }
+    let native_reload = median3(|| timed(con, &[b"DEBUG", b"RELOAD"]));
+    ok::<String>(con, &["CONFIG", "SET", "appendonly", "yes"]);
+    let native_rewrite = median3(|| aof_rewrite_ms(con));
+    ok::<String>(con, &["CONFIG", "SET", "appendonly", "no"]);
+    ok::<String>(con, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]);
+    row(
+        "`DEBUG RELOAD` (save + load)",
+        seckill_reload,
+        native_reload,
+    );
+    row(
+        "AOF rewrite without RDB preamble (child's wall time)",
+        seckill_rewrite,
+        native_rewrite,
+    );
+    ok::<String>(con, &["FLUSHALL"]);
+
+    let keys = 10_000;
+    let empty_item = per_key(con, keys, |pipe, n| {
+        pipe.cmd("SECKILL.INIT")
+            .arg(format!("item:{n}"))
+            .arg(100)
+            .arg("LIMIT")
+            .arg(1)
+            .ignore();
+    });
+    let small_hash = per_key(con, keys, |pipe, n| {
+        pipe.cmd("HSET")
+            .arg(format!("item:{n}"))
+            .arg(&["stock", "100", "limit", "1", "sold", "0", "refunded", "0"])
+            .ignore();
+    });
+    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["CONFIG", "SET", "latency-tracking", "yes"]);
+    BigItems {
+        buyers,
+        rows,
+        memory,
+        empty_item,
+        small_hash,
+    }
+}
+
+/// The longest call in SLOWLOG (entries over 100 µs are kept), in ms.
+fn longest_logged_ms(con: &mut Connection) -> f64 {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query(con)
+        .expect("slowlog");
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            redis::Value::Array(fields) => match fields.get(2) {
+                Some(redis::Value::Int(usec)) => Some(*usec as f64 / 1000.0),
+                _ => None,
+            },
+            _ => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Section (e): one item growing to `calls` buyers under `-P 16` load,
+/// then a native hash growing the same way.
+pub fn growth(server: &Server, con: &mut Connection, clients: usize, calls: usize) -> Growth {
+    println!("  {calls} calls over users out of a billion, -P 16, each contender in turn");
+    let run = |con: &mut Connection, args: &[&str]| {
+        ok::<String>(con, &["CONFIG", "SET", "slowlog-log-slower-than", "100"]);
+        ok::<String>(con, &["CONFIG", "SET", "slowlog-max-len", "1000000"]);
+        ok::<String>(con, &["SLOWLOG", "RESET"]);
+        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        let throughput = redis_benchmark(server.port, clients, calls, 16, 1_000_000_000, &args);
+        let longest = longest_logged_ms(con);
+        ok::<String>(con, &["SLOWLOG", "RESET"]);
+        ok::<String>(con, &["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+        ok::<String>(con, &["CONFIG", "SET", "slowlog-max-len", "128"]);
+        (throughput, longest)
+    };
+    ok::<String>(con, &["FLUSHALL"]);
+    ok::<i64>(con, &["SECKILL.INIT", "grow", "100000000000000"]);
+    let (seckill, seckill_longest_ms) =
+        run(con, &["SECKILL.DEDUCT", "grow", "user:__rand_int__", "1"]);
+    let buyers = crate::info_field(con, "grow", "buyers");
+    ok::<String>(con, &["FLUSHALL", "ASYNC"]);
+    let (native, native_longest_ms) = run(con, &["HSET", "grow", "user:__rand_int__", "1"]);
+    ok::<String>(con, &["FLUSHALL", "ASYNC"]);
+    println!(
+        "    longest call: seckill {seckill_longest_ms:.2} ms, HSET {native_longest_ms:.2} ms"
+    );
+    Growth {
+        buyers,
+        calls,
+        seckill,
+        native,
+        seckill_longest_ms,
+        native_longest_ms,
+    }
+}
