@@ -3,7 +3,7 @@
 //! the chunk codec in `sale_item::codec`, so RDB files, DUMP payloads and AOF
 //! rewrites share one format.
 
-use crate::sale_item::codec::DecodeError;
+use crate::sale_item::codec::{DecodeError, Tally};
 use crate::sale_item::{SaleItem, MAX_ID_LEN};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Encoding version handed to Redis with every saved item. A loader accepts
 /// this version and every older one, and refuses newer ones. Version 2 added
-/// the sale window, version 3 holds, version 4 the order stream (the chunk
-/// header carries its own format version too).
-pub const ENCODING_VERSION: i32 = 4;
+/// the sale window, version 3 holds, version 4 the order stream, version 5
+/// group chunks (the chunk header carries its own format version too).
+pub const ENCODING_VERSION: i32 = 5;
 
 pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
     "seckill--",
@@ -78,10 +78,13 @@ fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, De
     }
     let next_chunk = || raw::load_string_buffer(rdb).map_err(|_| DecodeError("short read"));
     let (mut item, expected) = SaleItem::decode_header(next_chunk()?.as_ref())?;
+    // Each record is counted as it is stored, so that checking the whole
+    // item takes no second pass over it.
+    let mut tally = Tally::default();
     while !item.is_loaded(expected) {
-        item.load_chunk(next_chunk()?.as_ref())?;
+        item.load_chunk_tallied(next_chunk()?.as_ref(), &mut tally)?;
     }
-    item.check_loaded(expected)?;
+    item.check_loaded_tally(expected, tally)?;
     Ok(item)
 }
 

@@ -29,7 +29,28 @@ pub fn redis_benchmark(
     keyspace: usize,
     args: &[String],
 ) -> Throughput {
-    let output = Command::new("redis-benchmark")
+    redis_benchmark_on(None, port, clients, requests, pipeline, keyspace, args)
+}
+
+/// `redis_benchmark`, pinned to CPU `cpu` when given (with `taskset`).
+pub fn redis_benchmark_on(
+    cpu: Option<usize>,
+    port: u16,
+    clients: usize,
+    requests: usize,
+    pipeline: usize,
+    keyspace: usize,
+    args: &[String],
+) -> Throughput {
+    let mut command = match cpu {
+        Some(cpu) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", &cpu.to_string(), "redis-benchmark"]);
+            command
+        }
+        None => Command::new("redis-benchmark"),
+    };
+    let output = command
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(["-c", &clients.to_string(), "-n", &requests.to_string()])
         .args(["-P", &pipeline.to_string(), "-r", &keyspace.to_string()])

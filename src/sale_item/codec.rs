@@ -2,24 +2,38 @@
 //! AOF rewrites so that there is one format to keep compatible.
 //!
 //! An item is a header chunk followed by record chunks of at most
-//! [`RECORDS_PER_CHUNK`] buyers or requests each, so that neither a save nor
-//! an AOF line ever has to hold a whole large ledger in one buffer.
+//! [`RECORDS_PER_CHUNK`] records each, so that neither a save nor an AOF
+//! line ever has to hold a whole large ledger in one buffer.
 //!
 //! ```text
 //! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
 //!           [start end:i64] [expired:i64] [outbox:u8 {stream_len:u32 stream maxlen:i64}]
 //!           buyers:u64 requests:u64
+//! groups:   'G' count:u32 { user_len:u8 user units:varint requests:varint
+//!           { id_len:u8 id qty:varint reply:varint state:u8 deadline:varint }* }*
+//! ```
+//! A group is one buyer followed by its requests; `count` is the number of
+//! buyers and requests in the chunk. A buyer whose requests do not fit in
+//! one chunk continues in a group of the next chunk, with units 0 (which
+//! add nothing to a buyer already loaded). Grouping lets a loader store
+//! each request under its buyer without looking the buyer up again, and
+//! varints make a chunk about half the size of fixed-width integers.
+//!
+//! Version 2 added the sale window to the header, version 3 the units
+//! expired by lapsed holds (`expired:i64` after the window) and the 'Q'
+//! request chunk, whose state replaces the refunded flag of the older 'R'
+//! chunk (`refunded:u8` after `reply`); version 4 the order stream; version
+//! 5 the group chunk, in place of separate buyers and requests chunks:
+//!
+//! ```text
 //! buyers:   'B' count:u32 { user_len:u8 user units:i64 }*
 //! requests: 'Q' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 state:u8
 //!           deadline:i64 }*
 //! ```
-//! Version 2 added the sale window to the header, version 3 the units
-//! expired by lapsed holds (`expired:i64` after the window) and the 'Q'
-//! request chunk, whose state replaces the refunded flag of the older 'R'
-//! chunk (`refunded:u8` after `reply`); version 4 the order stream. Older
-//! chunks stay readable.
-//! Integers are little-endian. Every read is bounds-checked: damaged input
-//! yields a [`DecodeError`], never a panic.
+//! Older chunks stay readable. Fixed-width integers are little-endian;
+//! varints carry seven bits a byte, low first, at most ten bytes. Every
+//! read is bounds-checked: damaged input yields a [`DecodeError`], never a
+//! panic.
 //!
 //! Input is also checked against the sale's bookkeeping, because a DUMP
 //! payload only carries a checksum its sender computes: RESTORE, a full
@@ -30,12 +44,13 @@
 //! add to sums bounded by the header), so that an item rebuilt from part of
 //! its chunks still saves into something that loads again.
 
-use super::ledger::{sort_by_handle, Lookup, NewRequest, RequestState, READ_AHEAD};
+use super::ledger::{sort_by_handle, Buyer, Lookup, NewRequest, RequestState, READ_AHEAD};
 use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN, UNLIMITED_STOCK};
 
 /// Bumped whenever the layout changes; older versions stay readable.
-/// Version 2 added the sale window, version 3 holds, version 4 the outbox.
-pub const FORMAT_VERSION: u8 = 4;
+/// Version 2 added the sale window, version 3 holds, version 4 the outbox,
+/// version 5 group chunks.
+pub const FORMAT_VERSION: u8 = 5;
 
 pub const RECORDS_PER_CHUNK: usize = 1024;
 /// The most records of each kind a header can have the indexes sized for
@@ -48,6 +63,8 @@ const BUYERS_TAG: u8 = b'B';
 const REFUNDABLE_REQUESTS_TAG: u8 = b'R';
 /// Requests with their state and hold deadline.
 const REQUESTS_TAG: u8 = b'Q';
+/// Buyers, each followed by its requests, with varints.
+const GROUPS_TAG: u8 = b'G';
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeError(pub &'static str);
@@ -100,33 +117,60 @@ impl SaleItem {
         out.extend_from_slice(&(self.ledger.request_count() as u64).to_le_bytes());
         emit(&out);
 
-        let buyers: Vec<_> = self.buyers().collect();
-        for chunk in buyers.chunks(RECORDS_PER_CHUNK) {
-            out.clear();
-            out.push(BUYERS_TAG);
-            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-            for (user, units) in chunk {
-                put_id(&mut out, user);
-                out.extend_from_slice(&units.to_le_bytes());
+        let (buyers, requests) = self.ledger.groups();
+        let mut pending = requests.as_slice();
+        let mut records = 0;
+        let mut flush = |out: &mut Vec<u8>, records: &mut usize| {
+            if *records > 0 {
+                if let Some(count) = out.get_mut(1..5) {
+                    count.copy_from_slice(&(*records as u32).to_le_bytes());
+                }
+                emit(out);
             }
-            emit(&out);
-        }
-
-        let requests: Vec<_> = self.requests().collect();
-        for chunk in requests.chunks(RECORDS_PER_CHUNK) {
             out.clear();
-            out.push(REQUESTS_TAG);
-            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-            for (id, request) in chunk {
-                put_id(&mut out, id);
-                put_id(&mut out, request.user);
-                out.extend_from_slice(&request.qty.to_le_bytes());
-                out.extend_from_slice(&request.reply.to_le_bytes());
-                out.push(request.state.code());
-                out.extend_from_slice(&request.deadline.to_le_bytes());
+            out.push(GROUPS_TAG);
+            out.extend_from_slice(&0u32.to_le_bytes());
+            *records = 0;
+        };
+        flush(&mut out, &mut records);
+        for (buyer, units) in buyers {
+            // Requests whose buyer sorts before this one have none: skipped.
+            while pending.first().is_some_and(|(owner, _)| *owner < buyer) {
+                pending = pending.get(1..).unwrap_or(&[]);
             }
-            emit(&out);
+            let mine = pending.partition_point(|(owner, _)| *owner == buyer);
+            let (mut own, rest) = pending.split_at(mine);
+            pending = rest;
+            if units == 0 && own.is_empty() {
+                continue;
+            }
+            let mut group_units = units;
+            loop {
+                if records + 1 > RECORDS_PER_CHUNK {
+                    flush(&mut out, &mut records);
+                }
+                let fitting = own.len().min(RECORDS_PER_CHUNK - records - 1);
+                let (now, later) = own.split_at(fitting);
+                put_id(&mut out, self.ledger.name(buyer));
+                put_varint(&mut out, group_units as u64);
+                put_varint(&mut out, now.len() as u64);
+                for (_, handle) in now {
+                    let request = self.ledger.request_record(*handle);
+                    put_id(&mut out, self.ledger.request_id(*handle));
+                    put_varint(&mut out, request.qty as u64);
+                    put_varint(&mut out, request.reply as u64);
+                    out.push(request.state.code());
+                    put_varint(&mut out, request.deadline as u64);
+                }
+                records += 1 + now.len();
+                own = later;
+                group_units = 0;
+                if own.is_empty() {
+                    break;
+                }
+            }
         }
+        flush(&mut out, &mut records);
     }
 
     /// Builds an empty item from a header chunk.
@@ -206,41 +250,143 @@ impl SaleItem {
     /// id: loading a big item (RESTORE, a full sync, a restart) costs about
     /// what Redis pays for a hash and a set of the same ids.
     pub fn load_chunk(&mut self, chunk: &[u8]) -> Result<usize, DecodeError> {
+        self.load_chunk_tallied(chunk, &mut Tally::default())
+    }
+
+    /// `load_chunk`, counting each record stored into `tally`, so that a
+    /// load of a whole item can be checked with `check_loaded_tally`.
+    pub fn load_chunk_tallied(
+        &mut self,
+        chunk: &[u8],
+        tally: &mut Tally,
+    ) -> Result<usize, DecodeError> {
         let mut input = Reader(chunk);
         let tag = input.u8()?;
-        if tag != BUYERS_TAG && tag != REQUESTS_TAG && tag != REFUNDABLE_REQUESTS_TAG {
+        if ![
+            BUYERS_TAG,
+            REQUESTS_TAG,
+            REFUNDABLE_REQUESTS_TAG,
+            GROUPS_TAG,
+        ]
+        .contains(&tag)
+        {
             return Err(DecodeError("unknown chunk"));
         }
         let count = input.u32()? as usize;
         if count == 0 || count > RECORDS_PER_CHUNK {
             return Err(DecodeError("bad record count"));
         }
-        if tag == BUYERS_TAG {
-            self.load_buyers(&mut input, count)?;
-        } else {
-            self.load_requests(&mut input, count, tag)?;
+        match tag {
+            BUYERS_TAG => self.load_buyers(&mut input, count, tally)?,
+            GROUPS_TAG => self.load_groups(&mut input, count, tally)?,
+            _ => self.load_requests(&mut input, count, tag, tally)?,
         }
         input.finish()?;
         Ok(count)
     }
 
-    fn load_buyers(&mut self, input: &mut Reader<'_>, count: usize) -> Result<(), DecodeError> {
+    fn load_groups(
+        &mut self,
+        input: &mut Reader<'_>,
+        count: usize,
+        tally: &mut Tally,
+    ) -> Result<(), DecodeError> {
+        let mut records = Vec::with_capacity(count);
+        while records.len() < count {
+            let user = input.id()?;
+            let units = input.non_negative_varint()?;
+            let requests = input.varint()?;
+            if requests > (count - records.len() - 1) as u64 {
+                return Err(DecodeError("bad record count"));
+            }
+            records.push(GroupRecord::Buyer {
+                hash: self.ledger.hash_id(user),
+                user,
+                units,
+                requests: requests as usize,
+            });
+            for _ in 0..requests {
+                let id = input.id()?;
+                let qty = input.non_negative_varint()?;
+                let reply = input.non_negative_varint()?;
+                let state =
+                    RequestState::from_code(input.u8()?).ok_or(DecodeError("bad request state"))?;
+                let deadline = input.non_negative_varint()?;
+                records.push(GroupRecord::Request {
+                    hash: self.ledger.hash_id(id),
+                    id,
+                    request: NewRequest {
+                        qty,
+                        reply,
+                        state,
+                        deadline,
+                    },
+                });
+            }
+        }
+        let mut buyer = None;
+        for (number, record) in records.iter().enumerate() {
+            match records.get(number + READ_AHEAD) {
+                Some(GroupRecord::Buyer { hash, .. }) => self.ledger.prefetch_buyer(*hash),
+                Some(GroupRecord::Request { hash, .. }) => self.ledger.prefetch_request(*hash),
+                None => {}
+            }
+            match *record {
+                GroupRecord::Buyer {
+                    hash,
+                    user,
+                    units,
+                    requests,
+                } => {
+                    let mut found = match self.ledger.find_buyer_hashed(hash, user) {
+                        Lookup::Found(found) if found.units > 0 && units > 0 => {
+                            return Err(DecodeError("duplicate buyer"));
+                        }
+                        Lookup::Found(found) => found,
+                        Lookup::Missing(_) if units == 0 && requests == 0 => {
+                            return Err(DecodeError("buyer holding nothing"));
+                        }
+                        Lookup::Missing(hash) => self
+                            .ledger
+                            .add_buyer(hash, user)
+                            .map_err(|_| DecodeError("item too large"))?,
+                    };
+                    if units > 0 {
+                        self.tally_holder(tally, found.handle(), units)?;
+                        self.ledger.set_units(&mut found, units);
+                    }
+                    buyer = Some(found);
+                }
+                GroupRecord::Request { hash, id, request } => {
+                    // Counted by the group's request count, so a buyer
+                    // always comes first.
+                    let Some(buyer) = buyer else {
+                        return Err(DecodeError("request outside a group"));
+                    };
+                    self.load_request_of(hash, id, &buyer, request, tally)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn load_buyers(
+        &mut self,
+        input: &mut Reader<'_>,
+        count: usize,
+        tally: &mut Tally,
+    ) -> Result<(), DecodeError> {
         let mut records = Vec::with_capacity(count);
         for _ in 0..count {
             let user = input.id()?;
             let units = input.non_negative()?;
             records.push((self.ledger.hash_id(user), user, units));
         }
-        // Early refusal of a chunk holding too much; the sum over every
-        // chunk is checked once the item is complete.
-        let mut chunk_units = 0i64;
         for (number, (hash, user, units)) in records.iter().enumerate() {
             if let Some((ahead, ..)) = records.get(number + READ_AHEAD) {
                 self.ledger.prefetch_buyer(*ahead);
             }
             self.check_buyer(*units)?;
-            chunk_units = within(chunk_units.checked_add(*units), self.net_sold())
-                .ok_or(DecodeError("buyers hold more units than were sold"))?;
             // A buyer holding nothing is one a request chunk named first.
             let mut buyer = match self.ledger.find_buyer_hashed(*hash, user) {
                 Lookup::Found(buyer) if buyer.units > 0 => {
@@ -252,6 +398,7 @@ impl SaleItem {
                     .add_buyer(hash, user)
                     .map_err(|_| DecodeError("item too large"))?,
             };
+            self.tally_holder(tally, buyer.handle(), *units)?;
             self.ledger.set_units(&mut buyer, *units);
         }
         Ok(())
@@ -262,6 +409,7 @@ impl SaleItem {
         input: &mut Reader<'_>,
         count: usize,
         tag: u8,
+        tally: &mut Tally,
     ) -> Result<(), DecodeError> {
         let mut records = Vec::with_capacity(count);
         for _ in 0..count {
@@ -299,7 +447,7 @@ impl SaleItem {
             if let Some(((_, user_ahead), ..)) = records.get(number + READ_AHEAD / 2) {
                 self.ledger.prefetch_buyer_name(*user_ahead);
             }
-            self.load_request(*id_hash, id, *user_hash, user, *request)?;
+            self.load_request(*id_hash, id, *user_hash, user, *request, tally)?;
         }
         Ok(())
     }
@@ -311,6 +459,7 @@ impl SaleItem {
         user_hash: u64,
         user: &[u8],
         request: NewRequest,
+        tally: &mut Tally,
     ) -> Result<(), DecodeError> {
         self.check_request(&request)?;
         // Requests may name a user whose units were all refunded: such a
@@ -322,8 +471,21 @@ impl SaleItem {
                 .add_buyer(hash, user)
                 .map_err(|_| DecodeError("item too large"))?,
         };
-        // Buyers' chunks come first, so a live request's units are already
-        // counted in its user's.
+        self.load_request_of(id_hash, id, &buyer, request, tally)
+    }
+
+    /// Stores a request of `buyer`, after the checks one record allows.
+    fn load_request_of(
+        &mut self,
+        id_hash: u64,
+        id: &[u8],
+        buyer: &Buyer,
+        request: NewRequest,
+        tally: &mut Tally,
+    ) -> Result<(), DecodeError> {
+        self.check_request(&request)?;
+        // Buyers come before their requests, so a live request's units are
+        // already counted in its user's.
         let bound = match request.state {
             RequestState::Purchased | RequestState::Held => buyer.units,
             RequestState::Refunded => self.refunded,
@@ -338,12 +500,13 @@ impl SaleItem {
         } else {
             self.ledger.held
         };
+        self.tally_request(tally, buyer.handle(), &request)?;
         let Lookup::Missing(hash) = self.ledger.find_request_hashed(id_hash, id) else {
             return Err(DecodeError("duplicate request id"));
         };
         let handle = self
             .ledger
-            .add_request(hash, id, &buyer, request)
+            .add_request(hash, id, buyer, request)
             .map_err(|_| DecodeError("item too large"))?;
         if request.state == RequestState::Held {
             self.ledger
@@ -418,6 +581,19 @@ impl SaleItem {
         self.check_bookkeeping()
     }
 
+    /// `check_loaded` for an item loaded in one go by `load_chunk_tallied`
+    /// into `tally`, from an empty item: the same rules, checked from what
+    /// the tally gathered instead of a second pass over the records.
+    pub fn check_loaded_tally(&self, expected: Expected, tally: Tally) -> Result<(), DecodeError> {
+        if self.ledger.holder_count() as u64 != expected.buyers
+            || self.ledger.request_count() as u64 != expected.requests
+        {
+            return Err(DecodeError("record count differs from header"));
+        }
+        self.check_counters(self.ledger.holder_count() as u64)?;
+        self.check_tally(tally)
+    }
+
     /// Checks the whole item against the sale's bookkeeping, in one pass
     /// over its buyers and one over its requests:
     ///
@@ -444,54 +620,89 @@ impl SaleItem {
     /// a refund or a lapse always finds its units with their user.
     pub fn check_bookkeeping(&self) -> Result<(), DecodeError> {
         self.check_counters(self.ledger.holder_count() as u64)?;
-        let net_sold = self.net_sold();
-        // Buyers by the handle of their name, with their units.
-        let mut holders = Vec::with_capacity(self.ledger.holder_count());
-        let mut units_total = 0i64;
-        for (buyer, units) in self.ledger.holder_handles() {
-            self.check_buyer(units)?;
-            units_total = within(units_total.checked_add(units), net_sold)
-                .ok_or(DecodeError("buyers hold more units than were sold"))?;
-            holders.push((buyer, units));
-        }
-        let (mut refunded, mut expired, mut held, mut holds) = (0i64, 0i64, 0i64, 0usize);
-        // Purchased and held requests by the handle of their user's name.
-        let mut live = Vec::with_capacity(self.ledger.holder_count());
+        let mut tally = Tally::default();
         // In arena order: one pass front to back over the records, instead
         // of a cache miss for each.
+        for (buyer, units) in self.ledger.holder_handles() {
+            self.tally_holder(&mut tally, buyer, units)?;
+        }
         for handle in self.ledger.request_handles_in_arena_order() {
             let request = self.ledger.request_record(handle);
-            self.check_request(&NewRequest {
+            let fields = NewRequest {
                 qty: request.qty,
                 reply: request.reply,
                 state: request.state,
                 deadline: request.deadline,
-            })?;
-            let (sum, bound) = match request.state {
-                RequestState::Refunded => (&mut refunded, self.refunded),
-                RequestState::Expired => (&mut expired, self.ledger.expired),
-                RequestState::Held => {
-                    holds += 1;
-                    live.push((request.buyer, request.qty));
-                    (&mut held, net_sold)
-                }
-                RequestState::Purchased => {
-                    live.push((request.buyer, request.qty));
-                    continue;
-                }
             };
-            *sum = within(sum.checked_add(request.qty), bound)
-                .ok_or(DecodeError("requests for more units than were counted"))?;
+            self.tally_request(&mut tally, request.buyer, &fields)?;
+        }
+        self.check_tally(tally)
+    }
+
+    /// Counts one holder's record: it holds at least one unit and at most
+    /// the limit, and the holders so far hold at most the units sold and
+    /// not given back.
+    fn tally_holder(&self, tally: &mut Tally, buyer: u32, units: i64) -> Result<(), DecodeError> {
+        self.check_buyer(units)?;
+        tally.units = within(tally.units.checked_add(units), self.net_sold())
+            .ok_or(DecodeError("buyers hold more units than were sold"))?;
+        tally.holders.push((buyer, units));
+        Ok(())
+    }
+
+    /// Counts one request record of the buyer at handle `buyer`: its own
+    /// rules, and the sums of refunded, lapsed and held units so far.
+    fn tally_request(
+        &self,
+        tally: &mut Tally,
+        buyer: u32,
+        request: &NewRequest,
+    ) -> Result<(), DecodeError> {
+        self.check_request(request)?;
+        tally.requests += 1;
+        let (sum, bound) = match request.state {
+            RequestState::Refunded => (&mut tally.refunded, self.refunded),
+            RequestState::Expired => (&mut tally.expired, self.ledger.expired),
+            RequestState::Held => {
+                tally.holds += 1;
+                tally.live.push((buyer, request.qty));
+                (&mut tally.held, self.net_sold())
+            }
+            RequestState::Purchased => {
+                tally.live.push((buyer, request.qty));
+                return Ok(());
+            }
+        };
+        *sum = within(sum.checked_add(request.qty), bound)
+            .ok_or(DecodeError("requests for more units than were counted"))?;
+        Ok(())
+    }
+
+    /// The rules that need every record: the tally covers every holder and
+    /// every request of the ledger, held units are those of the held
+    /// requests, and each user's live requests add up to at most the
+    /// user's units.
+    fn check_tally(&self, tally: Tally) -> Result<(), DecodeError> {
+        let Tally {
+            mut holders,
+            mut live,
+            held,
+            holds,
+            requests,
+            ..
+        } = tally;
+        if holders.len() != self.ledger.holder_count() || requests != self.ledger.request_count() {
+            return Err(DecodeError("records differ from the ledger"));
         }
         if held != self.ledger.held || holds != self.ledger.holds.len() {
             return Err(DecodeError("held units differ from the held requests"));
         }
         // Each user's requests against the user's units. A request record
-        // stores the handle of its buyer's name (the ledger keeps one copy
-        // of each name), so sorting by handle groups by user without
-        // reading or hashing ids: on an item of a million purchases this
-        // part takes 50 ms, a hash map of ids 300 ms. A request whose user
-        // holds nothing finds no buyer.
+        // stores the handle of its buyer's record (the ledger keeps one
+        // per user), so sorting by handle groups by user without reading
+        // or hashing ids. Both lists come in handle order from a walk of
+        // the arena or from a load of group chunks, and are then left as
+        // they are. A request whose user holds nothing finds no holder.
         sort_by_handle(&mut holders, |(handle, _)| *handle);
         sort_by_handle(&mut live, |(handle, _)| *handle);
         let mut holders = holders.into_iter().peekable();
@@ -604,6 +815,48 @@ fn put_id(out: &mut Vec<u8>, id: &[u8]) {
     out.extend_from_slice(id);
 }
 
+/// What the rules of [`SaleItem::check_bookkeeping`] need from an item's
+/// records, gathered one record at a time: by a walk over a stored item,
+/// or by a loader as it stores each record, which then needs no second
+/// pass over a big item (`check_loaded_tally`).
+#[derive(Default)]
+pub struct Tally {
+    /// Holders by the handle of their record, with their units.
+    holders: Vec<(u32, i64)>,
+    /// Purchased and held requests by their buyer's handle, with units.
+    live: Vec<(u32, i64)>,
+    units: i64,
+    refunded: i64,
+    expired: i64,
+    held: i64,
+    holds: usize,
+    requests: usize,
+}
+
+/// One record of a group chunk, as parsed before any is stored.
+#[derive(Clone, Copy)]
+enum GroupRecord<'a> {
+    Buyer {
+        hash: u64,
+        user: &'a [u8],
+        units: i64,
+        requests: usize,
+    },
+    Request {
+        hash: u64,
+        id: &'a [u8],
+        request: NewRequest,
+    },
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
@@ -641,6 +894,27 @@ impl<'a> Reader<'a> {
         Ok(value)
     }
 
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for shift in (0..70).step_by(7) {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            // The tenth byte holds the top bit of a u64 and nothing more.
+            if shift == 63 && bits > 1 {
+                return Err(DecodeError("varint out of range"));
+            }
+            value |= bits << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(DecodeError("varint out of range"))
+    }
+
+    fn non_negative_varint(&mut self) -> Result<i64, DecodeError> {
+        i64::try_from(self.varint()?).map_err(|_| DecodeError("negative counter"))
+    }
+
     fn id(&mut self) -> Result<&'a [u8], DecodeError> {
         let len = usize::from(self.u8()?);
         if len == 0 || len > MAX_ID_LEN {
@@ -675,17 +949,29 @@ mod tests {
     /// Loads chunks as `rdb_load` does: the header, then records until the
     /// header's counts are met, then the full check. Chunks left over are
     /// refused too, as Redis refuses a module value without its end marker.
+    ///
+    /// The tally the load gathers and a walk over the loaded item must
+    /// agree on whether it holds: the loader checks with the first, every
+    /// other path with the second.
     fn load(chunks: &[Vec<u8>]) -> Result<SaleItem, DecodeError> {
         let (header, records) = chunks.split_first().ok_or(DecodeError("no chunks"))?;
         let (mut item, expected) = SaleItem::decode_header(header)?;
         let mut records = records.iter();
+        let mut tally = Tally::default();
         while !item.is_loaded(expected) {
-            item.load_chunk(records.next().ok_or(DecodeError("short read"))?)?;
+            item.load_chunk_tallied(records.next().ok_or(DecodeError("short read"))?, &mut tally)?;
         }
         if records.next().is_some() {
             return Err(DecodeError("chunks after the item"));
         }
-        item.check_loaded(expected)?;
+        let walked = item.check_loaded(expected);
+        let tallied = item.check_loaded_tally(expected, tally);
+        assert_eq!(
+            walked.is_ok(),
+            tallied.is_ok(),
+            "walk {walked:?}, tally {tallied:?}"
+        );
+        walked?;
         Ok(item)
     }
 
@@ -1182,6 +1468,144 @@ mod tests {
         chunk
     }
 
+    /// A group chunk: each buyer with its units and its requests (id, qty,
+    /// reply, state, deadline); `count` as announced.
+    type Group<'a> = (&'a [u8], u64, &'a [(&'a [u8], u64, u64, u8, u64)]);
+
+    fn groups_chunk(count: u32, groups: &[Group]) -> Vec<u8> {
+        let mut chunk = vec![GROUPS_TAG];
+        chunk.extend_from_slice(&count.to_le_bytes());
+        for (user, units, requests) in groups {
+            put_id(&mut chunk, user);
+            put_varint(&mut chunk, *units);
+            put_varint(&mut chunk, requests.len() as u64);
+            for (id, qty, reply, state, deadline) in *requests {
+                put_id(&mut chunk, id);
+                put_varint(&mut chunk, *qty);
+                put_varint(&mut chunk, *reply);
+                chunk.push(*state);
+                put_varint(&mut chunk, *deadline);
+            }
+        }
+        chunk
+    }
+
+    #[test]
+    fn a_buyer_with_more_requests_than_a_chunk_holds_continues_in_the_next() {
+        let mut item = SaleItem::new(Stock::Unlimited, 0);
+        for n in 0..2_500 {
+            let id = format!("order:{n}");
+            item.deduct(b"whale", 1, Some(id.as_bytes()), Moment::At(1_000), None)
+                .unwrap();
+        }
+        item.deduct(b"minnow", 1, Some(b"last"), Moment::At(1_000), None)
+            .unwrap();
+        let chunks = chunks_of(&item);
+        // 2,503 records (two buyers, 2,501 requests) in chunks of 1,024.
+        assert_eq!(chunks.len(), 4);
+        assert!(chunks[1..].iter().all(|chunk| chunk[0] == GROUPS_TAG));
+        assert_eq!(load(&chunks), Ok(item));
+    }
+
+    #[test]
+    fn group_chunks_that_no_save_writes_are_refused() {
+        let item = counters_only();
+        let purchased = RequestState::Purchased.code();
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            // More requests than the chunk announces records.
+            (
+                groups_chunk(
+                    2,
+                    &[(
+                        b"a",
+                        1,
+                        &[(b"r1", 1, 5, purchased, 0), (b"r2", 1, 5, purchased, 0)],
+                    )],
+                ),
+                "bad record count",
+            ),
+            // Fewer records than announced.
+            (
+                groups_chunk(3, &[(b"a", 1, &[(b"r1", 1, 5, purchased, 0)])]),
+                "truncated chunk",
+            ),
+            // A varint past 64 bits.
+            (
+                {
+                    let mut chunk = vec![GROUPS_TAG, 1, 0, 0, 0];
+                    put_id(&mut chunk, b"a");
+                    chunk.extend_from_slice(&[0xff; 10]);
+                    chunk.push(0);
+                    chunk
+                },
+                "varint out of range",
+            ),
+            // Units beyond i64.
+            (
+                groups_chunk(1, &[(b"a", u64::MAX, &[])]),
+                "negative counter",
+            ),
+            // A new buyer holding nothing and with no requests.
+            (groups_chunk(1, &[(b"a", 0, &[])]), "buyer holding nothing"),
+            // A buyer twice, holding units both times.
+            (
+                groups_chunk(2, &[(b"a", 1, &[]), (b"a", 1, &[])]),
+                "duplicate buyer",
+            ),
+            // A request id twice, under two groups.
+            (
+                groups_chunk(
+                    4,
+                    &[
+                        (b"a", 1, &[(b"r1", 1, 5, purchased, 0)]),
+                        (b"b", 1, &[(b"r1", 1, 5, purchased, 0)]),
+                    ],
+                ),
+                "duplicate request id",
+            ),
+            // More units in a request than its buyer holds.
+            (
+                groups_chunk(2, &[(b"a", 1, &[(b"r1", 2, 5, purchased, 0)])]),
+                "request for more units than were counted",
+            ),
+            (
+                groups_chunk(2, &[(b"a", 1, &[(b"r1", 1, 5, 9, 0)])]),
+                "bad request state",
+            ),
+        ];
+        for (chunk, reason) in cases {
+            let mut loaded = item.clone();
+            assert_eq!(
+                loaded.load_chunk(&chunk),
+                Err(DecodeError(reason)),
+                "{reason}"
+            );
+        }
+        // A continuation (units 0) adds requests to a buyer loaded before.
+        let mut loaded = item.clone();
+        loaded
+            .load_chunk(&groups_chunk(
+                2,
+                &[(b"a", 2, &[(b"r1", 1, 5, purchased, 0)])],
+            ))
+            .unwrap();
+        loaded
+            .load_chunk(&groups_chunk(
+                2,
+                &[(b"a", 0, &[(b"r2", 1, 5, purchased, 0)])],
+            ))
+            .unwrap();
+        assert_eq!(loaded.bought(b"a"), 2);
+        assert_eq!(loaded.stats().requests, 2);
+        assert_eq!(
+            loaded.check_loaded(Expected {
+                buyers: 1,
+                requests: 2
+            }),
+            Ok(())
+        );
+    }
+
     /// A header for `item`'s counters announcing the given record counts.
     fn header_announcing(item: &SaleItem, buyers: u64, requests: u64) -> Vec<u8> {
         let mut header = chunks_of(item).remove(0);
@@ -1308,11 +1732,20 @@ mod tests {
             Err(DecodeError("requests for more units than were counted"))
         );
         let mut item = counters_only();
-        item.load_chunk(&requests_chunk(&[
+        let both = requests_chunk(&[
             (b"r1", b"a", 1, 5, Expired, 700),
             (b"r2", b"b", 1, 5, Expired, 700),
-        ]))
-        .unwrap();
+        ]);
+        // Within one chunk the sum is refused at once...
+        assert_eq!(
+            item.clone().load_chunk(&both),
+            Err(DecodeError("requests for more units than were counted"))
+        );
+        // ...and over two chunks once the item is complete.
+        item.load_chunk(&requests_chunk(&[(b"r1", b"a", 1, 5, Expired, 700)]))
+            .unwrap();
+        item.load_chunk(&requests_chunk(&[(b"r2", b"b", 1, 5, Expired, 700)]))
+            .unwrap();
         assert_eq!(
             item.check_loaded(Expected {
                 buyers: 0,
