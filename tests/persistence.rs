@@ -274,57 +274,39 @@ fn an_rdb_written_by_the_first_release_still_loads() {
     );
 }
 
-#[test]
-fn an_rdb_written_at_format_version_2_still_loads() {
-    // Saved by the module at format and encoding version 2 (commit 9053413,
-    // sale windows, before holds):
-    // INIT sku:v2 10 LIMIT 2 START 1000000000000 END 4102444800000;
-    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2; ADD 5;
-    // INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
-    let rdb = include_bytes!("fixtures/encoding-v2.rdb");
-    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
-    let mut con = server.client();
-    let expected: Vec<(String, i64)> = [
-        ("stock", 12),
-        ("unlimited", 0),
-        ("limit", 2),
-        ("initial", 10),
-        ("added", 5),
-        ("sold", 4),
-        ("refunded", 1),
-        ("held", 0),
-        ("holds", 0),
-        ("expired", 0),
-        ("buyers", 2),
-        ("requests", 2),
-        ("start", 1_000_000_000_000),
-        ("end", 4_102_444_800_000),
-        ("stream_maxlen", 0),
-    ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "sku:v2"), expected);
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "alice"]),
-        2
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "carol"]),
-        1
-    );
-    assert_eq!(ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v2", "bob"]), 0);
-    let replay: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "sku:v2", "alice", "2", "ID", "order-1"],
-    );
-    assert_eq!(replay, 8);
-    let refunded: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "sku:v2", "bob", "1", "ID", "order-2"],
-    );
-    assert_eq!(refunded, -4);
-    let expected: Vec<(String, i64)> = [
+/// What an item of a fixture file holds once loaded: its INFO fields, the
+/// units some users hold, and replays of request ids with their replies.
+struct Expected<'a> {
+    key: &'a str,
+    info: &'a [(&'a str, i64)],
+    bought: &'a [(&'a str, i64)],
+    /// (user, qty, request id, reply): the reply the first call got, or
+    /// -4 for a refunded or lapsed request.
+    replays: &'a [(&'a str, &'a str, &'a str, i64)],
+}
+
+fn assert_loaded(con: &mut redis::Connection, expected: &Expected) {
+    let info: Vec<(String, i64)> = expected
+        .info
+        .iter()
+        .map(|(field, value)| (field.to_string(), *value))
+        .collect();
+    assert_eq!(common::info(con, expected.key), info, "{}", expected.key);
+    for (user, units) in expected.bought {
+        let bought: i64 = ok(con, &["SECKILL.BOUGHT", expected.key, user]);
+        assert_eq!(bought, *units, "{} {user}", expected.key);
+    }
+    for (user, qty, id, reply) in expected.replays {
+        let replay: i64 = ok(con, &["SECKILL.DEDUCT", expected.key, user, qty, "ID", id]);
+        assert_eq!(replay, *reply, "{} {id}", expected.key);
+    }
+}
+
+/// The unlimited item every fixture from version 2 on holds: INIT
+/// sku:unlimited UNLIMITED; dave 3 (order-3).
+const UNLIMITED: Expected = Expected {
+    key: "sku:unlimited",
+    info: &[
         ("stock", i64::MAX),
         ("unlimited", 1),
         ("limit", 0),
@@ -340,38 +322,15 @@ fn an_rdb_written_at_format_version_2_still_loads() {
         ("start", 0),
         ("end", 0),
         ("stream_maxlen", 0),
-    ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
-    let replay: i64 = ok(
-        &mut con,
-        &[
-            "SECKILL.DEDUCT",
-            "sku:unlimited",
-            "dave",
-            "3",
-            "ID",
-            "order-3",
-        ],
-    );
-    assert_eq!(replay, i64::MAX);
-}
+    ],
+    bought: &[("dave", 3)],
+    replays: &[("dave", "3", "order-3", i64::MAX)],
+};
 
-#[test]
-fn an_rdb_written_at_format_version_3_still_loads() {
-    // Saved by the module at format and encoding version 3 (commit bc2d008,
-    // holds and the 'Q' request chunk, before the order stream):
-    // INIT sku:v3 20 LIMIT 3 START 1000000000000 END 4102444800000;
-    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2;
-    // dave 2 (hold-1 HOLDUNTIL 4102444800000), erin 1 (hold-2 HOLDUNTIL
-    // 4102444800000); CONFIRM hold-2; frank 3 (hold-3 HOLD 1), lapsed 2 s
-    // later; ADD 5; INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
-    let rdb = include_bytes!("fixtures/encoding-v3.rdb");
-    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
-    let mut con = server.client();
-    let expected: Vec<(String, i64)> = [
+/// INFO of the held item of the fixtures of versions 3 and 4 (see their
+/// tests), with `stream_maxlen` for its stream setting.
+fn held_item(stream_maxlen: i64) -> Vec<(&'static str, i64)> {
+    vec![
         ("stock", 19),
         ("unlimited", 0),
         ("limit", 3),
@@ -386,86 +345,90 @@ fn an_rdb_written_at_format_version_3_still_loads() {
         ("requests", 5),
         ("start", 1_000_000_000_000),
         ("end", 4_102_444_800_000),
-        ("stream_maxlen", 0),
+        ("stream_maxlen", stream_maxlen),
     ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "sku:v3"), expected);
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "alice"]),
-        2
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "dave"]),
-        2
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "erin"]),
-        1
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:v3", "frank"]),
-        0
-    );
-    let replay: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "sku:v3", "alice", "2", "ID", "order-1"],
-    );
-    assert_eq!(replay, 18);
-    let refunded: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "sku:v3", "bob", "1", "ID", "order-2"],
-    );
-    assert_eq!(refunded, -4);
-    let holds: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", "sku:v3"]);
+}
+
+/// HOLDS and CONFIRM on the held item: hold-1 pending, hold-2 confirmed
+/// before the save, hold-3 lapsed.
+fn assert_holds_survived(con: &mut redis::Connection, key: &str) {
+    let holds: Vec<(String, String, i64, i64)> = ok(con, &["SECKILL.HOLDS", key]);
     assert_eq!(
         holds,
         [("hold-1".to_owned(), "dave".to_owned(), 2, 4_102_444_800_000)]
     );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:v3", "hold-2"]),
-        0,
-        "the confirmed hold is final"
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:v3", "hold-3"]),
-        -4,
-        "the lapsed hold stays lapsed"
-    );
-    let expected: Vec<(String, i64)> = [
-        ("stock", i64::MAX),
-        ("unlimited", 1),
-        ("limit", 0),
-        ("initial", 0),
-        ("added", 0),
-        ("sold", 3),
-        ("refunded", 0),
-        ("held", 0),
-        ("holds", 0),
-        ("expired", 0),
-        ("buyers", 1),
-        ("requests", 1),
-        ("start", 0),
-        ("end", 0),
-        ("stream_maxlen", 0),
-    ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
-    let replay: i64 = ok(
+    let confirmed: i64 = ok(con, &["SECKILL.CONFIRM", key, "hold-2"]);
+    assert_eq!(confirmed, 0, "the confirmed hold is final");
+    let lapsed: i64 = ok(con, &["SECKILL.CONFIRM", key, "hold-3"]);
+    assert_eq!(lapsed, -4, "the lapsed hold stays lapsed");
+}
+
+const HELD_BOUGHT: &[(&str, i64)] = &[("alice", 2), ("dave", 2), ("erin", 1), ("frank", 0)];
+const HELD_REPLAYS: &[(&str, &str, &str, i64)] =
+    &[("alice", "2", "order-1", 18), ("bob", "1", "order-2", -4)];
+
+#[test]
+fn an_rdb_written_at_format_version_2_still_loads() {
+    // Saved by the module at format and encoding version 2 (commit 9053413,
+    // sale windows, before holds):
+    // INIT sku:v2 10 LIMIT 2 START 1000000000000 END 4102444800000;
+    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2; ADD 5;
+    // INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v2.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    assert_loaded(
         &mut con,
-        &[
-            "SECKILL.DEDUCT",
-            "sku:unlimited",
-            "dave",
-            "3",
-            "ID",
-            "order-3",
-        ],
+        &Expected {
+            key: "sku:v2",
+            info: &[
+                ("stock", 12),
+                ("unlimited", 0),
+                ("limit", 2),
+                ("initial", 10),
+                ("added", 5),
+                ("sold", 4),
+                ("refunded", 1),
+                ("held", 0),
+                ("holds", 0),
+                ("expired", 0),
+                ("buyers", 2),
+                ("requests", 2),
+                ("start", 1_000_000_000_000),
+                ("end", 4_102_444_800_000),
+                ("stream_maxlen", 0),
+            ],
+            bought: &[("alice", 2), ("carol", 1), ("bob", 0)],
+            replays: &[("alice", "2", "order-1", 8), ("bob", "1", "order-2", -4)],
+        },
     );
-    assert_eq!(replay, i64::MAX);
+    assert_loaded(&mut con, &UNLIMITED);
+}
+
+#[test]
+fn an_rdb_written_at_format_version_3_still_loads() {
+    // Saved by the module at format and encoding version 3 (commit bc2d008,
+    // holds and the 'Q' request chunk, before the order stream):
+    // INIT sku:v3 20 LIMIT 3 START 1000000000000 END 4102444800000;
+    // alice 2 (order-1), bob 1 (order-2), carol 1; REFUND order-2;
+    // dave 2 (hold-1 HOLDUNTIL 4102444800000), erin 1 (hold-2 HOLDUNTIL
+    // 4102444800000); CONFIRM hold-2; frank 3 (hold-3 HOLD 1), lapsed 2 s
+    // later; ADD 5; INIT sku:unlimited UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v3.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    let info = held_item(0);
+    assert_loaded(
+        &mut con,
+        &Expected {
+            key: "sku:v3",
+            info: &info,
+            bought: HELD_BOUGHT,
+            replays: HELD_REPLAYS,
+        },
+    );
+    assert_holds_survived(&mut con, "sku:v3");
+    assert_loaded(&mut con, &UNLIMITED);
 }
 
 #[test]
@@ -482,106 +445,23 @@ fn an_rdb_written_at_format_version_4_still_loads() {
     let rdb = include_bytes!("fixtures/encoding-v4.rdb");
     let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
     let mut con = server.client();
-    let expected: Vec<(String, i64)> = [
-        ("stock", 19),
-        ("unlimited", 0),
-        ("limit", 3),
-        ("initial", 20),
-        ("added", 5),
-        ("sold", 10),
-        ("refunded", 1),
-        ("held", 2),
-        ("holds", 1),
-        ("expired", 3),
-        ("buyers", 4),
-        ("requests", 5),
-        ("start", 1_000_000_000_000),
-        ("end", 4_102_444_800_000),
-        ("stream_maxlen", 100),
-    ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "{sku:v4}"), expected);
-    let info: HashMap<String, Value> = ok(&mut con, &["SECKILL.INFO", "{sku:v4}"]);
+    let info = held_item(100);
+    assert_loaded(
+        &mut con,
+        &Expected {
+            key: "{sku:v4}",
+            info: &info,
+            bought: HELD_BOUGHT,
+            replays: HELD_REPLAYS,
+        },
+    );
+    let fields: HashMap<String, Value> = ok(&mut con, &["SECKILL.INFO", "{sku:v4}"]);
     assert_eq!(
-        info["stream"],
+        fields["stream"],
         Value::BulkString(b"{sku:v4}:orders".to_vec())
     );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "alice"]),
-        2
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "dave"]),
-        2
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "erin"]),
-        1
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "{sku:v4}", "frank"]),
-        0
-    );
-    let replay: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "{sku:v4}", "alice", "2", "ID", "order-1"],
-    );
-    assert_eq!(replay, 18);
-    let refunded: i64 = ok(
-        &mut con,
-        &["SECKILL.DEDUCT", "{sku:v4}", "bob", "1", "ID", "order-2"],
-    );
-    assert_eq!(refunded, -4);
-    let holds: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", "{sku:v4}"]);
-    assert_eq!(
-        holds,
-        [("hold-1".to_owned(), "dave".to_owned(), 2, 4_102_444_800_000)]
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "{sku:v4}", "hold-2"]),
-        0,
-        "the confirmed hold is final"
-    );
-    assert_eq!(
-        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "{sku:v4}", "hold-3"]),
-        -4,
-        "the lapsed hold stays lapsed"
-    );
-    let expected: Vec<(String, i64)> = [
-        ("stock", i64::MAX),
-        ("unlimited", 1),
-        ("limit", 0),
-        ("initial", 0),
-        ("added", 0),
-        ("sold", 3),
-        ("refunded", 0),
-        ("held", 0),
-        ("holds", 0),
-        ("expired", 0),
-        ("buyers", 1),
-        ("requests", 1),
-        ("start", 0),
-        ("end", 0),
-        ("stream_maxlen", 0),
-    ]
-    .into_iter()
-    .map(|(field, value)| (field.to_owned(), value))
-    .collect();
-    assert_eq!(common::info(&mut con, "sku:unlimited"), expected);
-    let replay: i64 = ok(
-        &mut con,
-        &[
-            "SECKILL.DEDUCT",
-            "sku:unlimited",
-            "dave",
-            "3",
-            "ID",
-            "order-3",
-        ],
-    );
-    assert_eq!(replay, i64::MAX);
+    assert_holds_survived(&mut con, "{sku:v4}");
+    assert_loaded(&mut con, &UNLIMITED);
 
     // The stream came back with the item, and the kept setting still writes
     // to it: replays and refusals above appended nothing, a new sale does.
