@@ -295,12 +295,14 @@ fn longest_logged(con: &mut Connection) -> (f64, usize) {
     )
 }
 
-/// Pins every thread of process `pid` to `cpus` (a `taskset` list);
-/// false if that could not be done (then nothing is pinned).
+/// Pins the main thread of process `pid` (the one that runs commands) to
+/// `cpus` (a `taskset` list); false if that could not be done. Its
+/// background threads (lazy free, the allocator's purging) stay free to
+/// run on the other core.
 fn pin(pid: &str, cpus: &str) -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
         && std::process::Command::new("taskset")
-            .args(["-a", "-p", "-c", cpus, pid])
+            .args(["-p", "-c", cpus, pid])
             .output()
             .is_ok_and(|output| output.status.success())
 }

@@ -146,7 +146,10 @@ impl SaleItem {
             }
             let mut group_units = units;
             loop {
-                if records + 1 > RECORDS_PER_CHUNK {
+                // A group starts where it and, if it has any, one request
+                // fit: a buyer with neither units nor requests in a chunk
+                // says nothing.
+                if records + 1 + usize::from(!own.is_empty()) > RECORDS_PER_CHUNK {
                     flush(&mut out, &mut records);
                 }
                 let fitting = own.len().min(RECORDS_PER_CHUNK - records - 1);
@@ -338,12 +341,16 @@ impl SaleItem {
                     units,
                     requests,
                 } => {
+                    // Refused unless it ends its chunk: the first release of
+                    // format 5 started there the group of a buyer whose
+                    // requests all went to the next chunk.
+                    let says_nothing = units == 0 && requests == 0 && number + 1 < records.len();
                     let mut found = match self.ledger.find_buyer_hashed(hash, user) {
                         Lookup::Found(found) if found.units > 0 && units > 0 => {
                             return Err(DecodeError("duplicate buyer"));
                         }
                         Lookup::Found(found) => found,
-                        Lookup::Missing(_) if units == 0 && requests == 0 => {
+                        Lookup::Missing(_) if says_nothing => {
                             return Err(DecodeError("buyer holding nothing"));
                         }
                         Lookup::Missing(hash) => self
@@ -557,6 +564,8 @@ impl SaleItem {
     /// records that came are kept if they agree with the counters.
     pub fn end_partial_load(&mut self) -> Result<(), DecodeError> {
         self.set_chunks_due(None);
+        // The indexes were sized for every record the header announced.
+        self.ledger.shrink_to_fit();
         self.check_bookkeeping()
     }
 
@@ -1507,6 +1516,75 @@ mod tests {
         assert_eq!(load(&chunks), Ok(item));
     }
 
+    /// The (units, request count) of each group of a group chunk.
+    fn group_heads(chunk: &[u8]) -> Vec<(u64, u64)> {
+        let mut input = Reader(chunk.get(5..).unwrap_or(&[]));
+        let mut heads = Vec::new();
+        while !input.0.is_empty() {
+            input.id().unwrap();
+            let head = (input.varint().unwrap(), input.varint().unwrap());
+            for _ in 0..head.1 {
+                input.id().unwrap();
+                input.varint().unwrap();
+                input.varint().unwrap();
+                input.u8().unwrap();
+                input.varint().unwrap();
+            }
+            heads.push(head);
+        }
+        heads
+    }
+
+    /// A buyer whose units were all refunded still has its requests saved,
+    /// wherever its group falls against a chunk's end.
+    #[test]
+    fn a_buyer_holding_nothing_at_a_chunk_boundary_round_trips() {
+        let at = Moment::At(1_000);
+        for padding in 0..6 {
+            let mut item = SaleItem::new(Stock::Unlimited, 0);
+            for n in 0..padding {
+                let user = format!("plain:{n}");
+                item.deduct(user.as_bytes(), 1, None, at, None).unwrap();
+            }
+            for n in 0..510 {
+                let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+                item.deduct(user.as_bytes(), 1, Some(id.as_bytes()), at, None)
+                    .unwrap();
+            }
+            item.deduct(b"z", 1, Some(b"oz"), at, None).unwrap();
+            item.refund(b"oz").unwrap();
+            let chunks = chunks_of(&item);
+            for chunk in &chunks[1..] {
+                assert!(
+                    group_heads(chunk)
+                        .iter()
+                        .all(|(units, requests)| units + requests > 0),
+                    "{padding} plain buyers first: a group that says nothing"
+                );
+            }
+            assert_eq!(load(&chunks), Ok(item), "{padding} plain buyers first");
+        }
+        // What the first release of format 5 wrote at a chunk's end, a
+        // group with neither units nor requests, loads: its requests come
+        // in the next chunk.
+        let mut item = counters_only();
+        let refunded = RequestState::Refunded.code();
+        item.load_chunk(&groups_chunk(1, &[(b"a", 0, &[])]))
+            .unwrap();
+        item.load_chunk(&groups_chunk(
+            2,
+            &[(b"a", 0, &[(b"r1", 1, 5, refunded, 0)])],
+        ))
+        .unwrap();
+        assert_eq!(
+            item.check_loaded(Expected {
+                buyers: 0,
+                requests: 1
+            }),
+            Ok(())
+        );
+    }
+
     #[test]
     fn group_chunks_that_no_save_writes_are_refused() {
         let item = counters_only();
@@ -1545,8 +1623,12 @@ mod tests {
                 groups_chunk(1, &[(b"a", u64::MAX, &[])]),
                 "negative counter",
             ),
-            // A new buyer holding nothing and with no requests.
-            (groups_chunk(1, &[(b"a", 0, &[])]), "buyer holding nothing"),
+            // A new buyer holding nothing and with no requests, before
+            // the end of its chunk.
+            (
+                groups_chunk(2, &[(b"a", 0, &[]), (b"b", 1, &[])]),
+                "buyer holding nothing",
+            ),
             // A buyer twice, holding units both times.
             (
                 groups_chunk(2, &[(b"a", 1, &[]), (b"a", 1, &[])]),

@@ -327,6 +327,23 @@ impl<const W: usize> Index<W> {
         self.table = grown;
     }
 
+    /// Gives back the slots a `reserve` made for entries that never came
+    /// (a load cut short): the table shrinks to what its entries need.
+    pub fn shrink_to_fit(&mut self) {
+        self.move_slots(usize::MAX);
+        let needed = (self.len.saturating_mul(4) / 3 + 1)
+            .max(MIN_SLOTS)
+            .next_power_of_two();
+        if needed >= self.table.slots {
+            return;
+        }
+        let mut smaller = Table::with_slots(needed);
+        for slot in self.table.occupied(0) {
+            smaller.put(*slot);
+        }
+        self.table = smaller;
+    }
+
     /// Moves up to `count` slots of the previous table to the current one,
     /// freeing each of its segments once passed.
     fn move_slots(&mut self, count: usize) {
@@ -457,6 +474,27 @@ mod tests {
         for key in 0..100_010 {
             assert_eq!(get(&index, spread_hash, key), Some(key.wrapping_mul(3)));
         }
+    }
+
+    #[test]
+    fn shrinking_gives_back_what_a_reserve_did_not_use() {
+        let mut index = Index::<3>::default();
+        index.reserve(1 << 20);
+        for key in 0..3_000 {
+            index.insert(spread_hash(key), [0, key, key.wrapping_mul(3)]);
+        }
+        let reserved = index.allocated();
+        index.shrink_to_fit();
+        assert!(
+            index.allocated() * 20 < reserved,
+            "{} of {reserved}",
+            index.allocated()
+        );
+        assert_eq!(index.table.slots, 4_096);
+        for key in 0..3_000 {
+            assert_eq!(get(&index, spread_hash, key), Some(key.wrapping_mul(3)));
+        }
+        assert_eq!(get(&index, spread_hash, 3_000), None);
     }
 
     #[test]

@@ -391,6 +391,15 @@ impl DerefMut for LazyLedger {
 }
 
 impl LazyLedger {
+    /// Gives back index slots reserved for records that never came; an
+    /// item with no ledger stays without one.
+    pub fn shrink_to_fit(&mut self) {
+        if let Some(ledger) = self.0.as_deref_mut() {
+            ledger.buyers.shrink_to_fit();
+            ledger.requests.shrink_to_fit();
+        }
+    }
+
     /// Bytes of the ledger and all it holds; 0 before the first write.
     pub fn memory_usage(&self) -> usize {
         self.0.as_deref().map_or(0, |ledger| {
@@ -478,6 +487,8 @@ impl Ledger {
     }
 
     pub fn set_units(&mut self, buyer: &mut Buyer, units: i64) {
+        // The record's units, not `buyer.units`: a write may have settled
+        // holds of this buyer since it was found.
         match (self.buyer_units(buyer.name) > 0, units > 0) {
             (false, true) => self.holders += 1,
             (true, false) => self.holders -= 1,
@@ -733,9 +744,12 @@ impl Ledger {
 
     /// Bytes the ledger holds on the heap.
     fn heap_usage(&self) -> usize {
-        // A B-tree entry is its key and value plus about a third again in
-        // node overhead.
-        let hold_entry = std::mem::size_of::<((i64, u32), i64)>() * 4 / 3;
+        // A B-tree leaf holds up to 11 entries in 280 bytes, which the
+        // allocator rounds to 320. Holds are mostly added in deadline
+        // order, at the tree's right edge, where a full leaf splits into
+        // two of about 6: some 55 bytes an entry, inner nodes included.
+        const HOLD_ENTRY: usize = 56;
+        let hold_entry = HOLD_ENTRY;
         self.arena.allocated()
             + self.buyers.allocated()
             + self.requests.allocated()

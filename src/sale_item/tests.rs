@@ -1138,6 +1138,28 @@ fn a_chunked_rebuild_refuses_records_the_header_did_not_announce() {
     );
 }
 
+/// A header announcing a million requests sizes the index for them; when
+/// the load stops after one chunk, the item keeps only what its records
+/// need.
+#[test]
+fn a_rebuild_cut_short_gives_back_what_its_header_reserved() {
+    let original = item_with_buyers(400);
+    let chunks = chunks_of(&original);
+    let mut header = chunks[0].clone();
+    let at = header.len() - 16;
+    header[at + 8..].copy_from_slice(&1_000_000u64.to_le_bytes());
+    let (mut cut, expected) = SaleItem::decode_header(&header).unwrap();
+    cut.begin_chunked_load(expected).unwrap();
+    cut.load_next_chunk(&chunks[1]).unwrap();
+    let reserved = cut.heap_usage();
+    assert_eq!(cut.end_partial_load(), Ok(()));
+    let kept = cut.heap_usage();
+    let loaded_whole = round_trip(&original).unwrap().heap_usage();
+    assert!(kept * 20 < reserved, "{kept} of {reserved}");
+    assert!(kept <= loaded_whole * 2, "{kept} against {loaded_whole}");
+    assert_eq!((cut.stats().buyers, cut.stats().requests), (400, 400));
+}
+
 #[test]
 fn a_rebuild_cut_short_keeps_only_records_that_agree_with_the_counters() {
     let mut original = limited(10, 0);
