@@ -8,11 +8,11 @@ use common::*;
 use redis::Connection;
 
 /// Buyers (each with its own request id) that leave both of an item's
-/// indexes in the middle of a resize: tables double when 3/4 full, the
-/// 12,289th entry starts moving a table of 16,384 slots and the next 1,024
+/// indexes in the middle of a resize: tables double when 4/5 full, the
+/// 13,108th entry starts moving a table of 16,384 slots and the next 256
 /// inserts finish it. The unit test `an_item_caught_mid_resize_saves_loads_
 /// and_sells_on` checks that this count is mid-resize.
-const MID_RESIZE_BUYERS: usize = 12_789;
+const MID_RESIZE_BUYERS: usize = 13_200;
 
 fn buy(con: &mut Connection, key: &str, users: std::ops::Range<usize>) {
     let mut pipe = redis::pipe();
@@ -92,7 +92,7 @@ fn an_item_caught_mid_resize_restores_reloads_and_syncs_identically() {
     assert_eq!(digest(&mut con, "sku:copy"), after);
     assert_eq!(digest(&mut replica_con, "sku:big"), after);
     assert_eq!(info_field(&mut con, "sku:big", "buyers"), 30_000);
-    for n in [0, 12_288, MID_RESIZE_BUYERS - 1, 29_999] {
+    for n in [0, 13_107, MID_RESIZE_BUYERS - 1, 29_999] {
         let replay: i64 = ok(
             &mut con,
             &[

@@ -290,10 +290,10 @@ fn item_with_buyers(count: usize) -> SaleItem {
 }
 
 /// The buyer count the integration tests use for an item caught in the
-/// middle of a resize: tables double when 3/4 full (16,384 slots hold
-/// 12,288 entries) and the insert after that starts moving the old table
-/// over the next 1,024 inserts.
-const MID_RESIZE_BUYERS: usize = 12_789;
+/// middle of a resize: tables double when 4/5 full (16,384 slots hold
+/// 13,107 entries) and the insert after that starts moving the old table
+/// over the next 256 inserts.
+const MID_RESIZE_BUYERS: usize = 13_200;
 
 #[test]
 fn an_item_caught_mid_resize_saves_loads_and_sells_on() {
@@ -301,7 +301,7 @@ fn an_item_caught_mid_resize_saves_loads_and_sells_on() {
     assert!(item.is_resizing(), "both indexes are moving entries");
     let mut loaded = round_trip(&item).unwrap();
     assert_eq!(loaded, item);
-    for n in [0, 6_000, 12_287, 12_288, MID_RESIZE_BUYERS - 1] {
+    for n in [0, 6_000, 13_106, 13_107, MID_RESIZE_BUYERS - 1] {
         let (user, id) = (format!("user:{n}"), format!("order:{n}"));
         assert_eq!(loaded.bought(user.as_bytes()), 1);
         let replay = loaded.deduct(user.as_bytes(), 1, Some(id.as_bytes()), NOW, None);
