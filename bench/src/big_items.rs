@@ -76,10 +76,28 @@ fn timed(con: &mut Connection, args: &[&[u8]]) -> f64 {
     command_stat(con, &name, "usec").unwrap_or(f64::NAN) / 1000.0
 }
 
-fn median3(mut run: impl FnMut() -> f64) -> f64 {
-    let mut values: Vec<f64> = (0..3).map(|_| run()).collect();
+fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[1]
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn median3(mut run: impl FnMut() -> f64) -> f64 {
+    median((0..3).map(|_| run()).collect())
+}
+
+/// Medians of 5 rounds of `seckill` then `native`, taken in turn, so that
+/// a slow spell of the machine weighs on both alike.
+fn paired(
+    con: &mut Connection,
+    seckill: impl Fn(&mut Connection) -> f64,
+    native: impl Fn(&mut Connection) -> f64,
+) -> (f64, f64) {
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        ours.push(seckill(con));
+        theirs.push(native(con));
+    }
+    (median(ours), median(theirs))
 }
 
 fn fill_item(con: &mut Connection, key: &str, buyers: usize) {
@@ -186,30 +204,40 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
             native_ms,
         });
     };
-    let seckill = median3(|| timed(con, &[b"DUMP", b"big"]));
-    let native = median3(|| timed(con, &[b"DUMP", b"h"]) + timed(con, &[b"DUMP", b"s"]));
+    let (seckill, native) = paired(
+        con,
+        |con| timed(con, &[b"DUMP", b"big"]),
+        |con| timed(con, &[b"DUMP", b"h"]) + timed(con, &[b"DUMP", b"s"]),
+    );
     row("`DUMP`", seckill, native);
 
     let payloads = [dump(con, "big"), dump(con, "h"), dump(con, "s")];
     let restore = |con: &mut Connection, key: &str, payload: &[u8]| {
         let ms = timed(con, &[b"RESTORE", key.as_bytes(), b"0", payload]);
-        ok::<i64>(con, &["UNLINK", key]);
+        // Freed in the foreground: a lazy free on the other core would
+        // overlap the next contender's RESTORE.
+        ok::<i64>(con, &["DEL", key]);
         ms
     };
-    let seckill = median3(|| restore(con, "big:copy", &payloads[0]));
-    let native =
-        median3(|| restore(con, "h:copy", &payloads[1]) + restore(con, "s:copy", &payloads[2]));
+    let (seckill, native) = paired(
+        con,
+        |con| restore(con, "big:copy", &payloads[0]),
+        |con| restore(con, "h:copy", &payloads[1]) + restore(con, "s:copy", &payloads[2]),
+    );
     row(
         "`RESTORE` (what `MIGRATE` makes the target do)",
         seckill,
         native,
     );
 
-    let seckill = median3(|| timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"big"]));
-    let native = median3(|| {
-        timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"h"])
-            + timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"s"])
-    });
+    let (seckill, native) = paired(
+        con,
+        |con| timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"big"]),
+        |con| {
+            timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"h"])
+                + timed(con, &[b"DEBUG", b"DIGEST-VALUE", b"s"])
+        },
+    );
     row("`DEBUG DIGEST-VALUE`", seckill, native);
 
     // Each contender alone in the database for the whole-dataset figures.

@@ -429,7 +429,7 @@ impl SaleItem {
         let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
             // Room was checked while judging.
-            Lookup::Missing(hash) => match self.ledger.add_buyer(hash, order.user) {
+            Lookup::Missing(hash) => match self.ledger.add_buyer(hash, order.user, 0) {
                 Ok(buyer) => buyer,
                 Err(_) => return remaining,
             },

@@ -355,12 +355,16 @@ impl SaleItem {
                         }
                         Lookup::Missing(hash) => self
                             .ledger
-                            .add_buyer(hash, user)
+                            .add_buyer(hash, user, units)
                             .map_err(|_| DecodeError("item too large"))?,
                     };
                     if units > 0 {
                         self.tally_holder(tally, found.handle(), units)?;
-                        self.ledger.set_units(&mut found, units);
+                        // A buyer a request chunk named first, holding
+                        // nothing until now.
+                        if found.units != units {
+                            self.ledger.set_units(&mut found, units);
+                        }
                     }
                     buyer = Some(found);
                 }
@@ -402,11 +406,13 @@ impl SaleItem {
                 Lookup::Found(buyer) => buyer,
                 Lookup::Missing(hash) => self
                     .ledger
-                    .add_buyer(hash, user)
+                    .add_buyer(hash, user, *units)
                     .map_err(|_| DecodeError("item too large"))?,
             };
             self.tally_holder(tally, buyer.handle(), *units)?;
-            self.ledger.set_units(&mut buyer, *units);
+            if buyer.units != *units {
+                self.ledger.set_units(&mut buyer, *units);
+            }
         }
         Ok(())
     }
@@ -475,7 +481,7 @@ impl SaleItem {
             Lookup::Found(buyer) => buyer,
             Lookup::Missing(hash) => self
                 .ledger
-                .add_buyer(hash, user)
+                .add_buyer(hash, user, 0)
                 .map_err(|_| DecodeError("item too large"))?,
         };
         self.load_request_of(id_hash, id, &buyer, request, tally)
@@ -490,7 +496,7 @@ impl SaleItem {
         request: NewRequest,
         tally: &mut Tally,
     ) -> Result<(), DecodeError> {
-        self.check_request(&request)?;
+        // The request's own rules are checked as it is tallied, below.
         // Buyers come before their requests, so a live request's units are
         // already counted in its user's.
         let bound = match request.state {

@@ -11,8 +11,8 @@
 //! at the first empty slot. Each slot is `[u32; W]`:
 //!
 //! - word 0 is the entry's tag, the top 32 bits of its hash with the lowest
-//!   bit set, so that 0 marks an empty slot. A table of 2^k slots puts an
-//!   entry in slot `tag >> (32 - k)` or after it, so moving an entry needs
+//!   bit set, so that 0 marks an empty slot. A table of n slots puts an
+//!   entry in slot `tag × n / 2^32` or after it, so moving an entry needs
 //!   its tag alone: no id is read back from the arena to hash it again.
 //!   The order of slots is the order of tags, so the entries of a slot
 //!   range of the old table land in one range of the new one: moving is a
@@ -70,20 +70,17 @@ pub fn tag_of(hash: u64) -> u32 {
 struct Table<const W: usize> {
     segments: Vec<Option<Vec<[u32; W]>>>,
     slots: usize,
-    /// 32 minus the log2 of the slot count: a tag shifted right by this is
-    /// its home slot.
-    shift: u32,
     /// Occupied slots.
     len: usize,
 }
 
 impl<const W: usize> Table<W> {
     fn with_slots(count: usize) -> Self {
-        let slots = count.max(MIN_SLOTS).next_power_of_two();
+        // Any count: a table sized for a load holds just what it needs.
+        let slots = count.max(MIN_SLOTS);
         Table {
             segments: vec![None; slots.div_ceil(SEGMENT_SLOTS)],
             slots,
-            shift: 32 - slots.trailing_zeros(),
             len: 0,
         }
     }
@@ -92,13 +89,17 @@ impl<const W: usize> Table<W> {
         Table {
             segments: Vec::new(),
             slots: 0,
-            shift: 32,
             len: 0,
         }
     }
 
-    fn mask(&self) -> usize {
-        self.slots.wrapping_sub(1)
+    /// The slot after `at`, wrapping at the end.
+    fn after(&self, at: usize) -> usize {
+        if at + 1 >= self.slots {
+            0
+        } else {
+            at + 1
+        }
     }
 
     fn segment_len(&self) -> usize {
@@ -136,7 +137,9 @@ impl<const W: usize> Table<W> {
     }
 
     fn home(&self, tag: u32) -> usize {
-        (tag >> self.shift) as usize & self.mask()
+        // Tags are spread over the slots in order: a range of slots of the
+        // old table moves to one range of the new one.
+        ((u64::from(tag) * self.slots as u64) >> 32) as usize
     }
 
     /// The position of the entry with `tag` that `matches`, if any. Slots
@@ -148,7 +151,6 @@ impl<const W: usize> Table<W> {
         gone: usize,
         mut matches: impl FnMut(&[u32; W]) -> bool,
     ) -> Option<usize> {
-        let mask = self.mask();
         let mut at = self.home(tag);
         // The table is never full, so an empty slot ends every probe; the
         // bound only guards the slots left behind a resize.
@@ -160,7 +162,7 @@ impl<const W: usize> Table<W> {
             match slot.first() {
                 Some(0) | None => return None,
                 Some(stored) if *stored == tag && matches(slot) => return Some(at),
-                _ => at = (at + 1) & mask,
+                _ => at = self.after(at),
             }
         }
         None
@@ -177,13 +179,12 @@ impl<const W: usize> Table<W> {
     /// The caller has made room (`has_room`).
     fn put(&mut self, slot: [u32; W]) {
         let tag = slot.first().copied().unwrap_or(0);
-        let mask = self.mask();
         let mut at = self.home(tag);
         for _ in 0..self.slots {
             if self.is_free(at) {
                 break;
             }
-            at = (at + 1) & mask;
+            at = self.after(at);
         }
         if let Some(free) = self.slot_mut(at) {
             *free = slot;

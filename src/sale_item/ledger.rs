@@ -502,13 +502,16 @@ impl Ledger {
         buyer.units = units;
     }
 
-    /// Adds a buyer holding nothing yet; `hash` comes from `find_buyer`.
-    pub fn add_buyer(&mut self, hash: u64, user: &[u8]) -> Result<Buyer, Full> {
+    /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.
+    pub fn add_buyer(&mut self, hash: u64, user: &[u8], units: i64) -> Result<Buyer, Full> {
         let name = self
             .arena
-            .push(&[&[length_byte(user, false)], user, &0i64.to_le_bytes()])?;
+            .push(&[&[length_byte(user, false)], user, &units.to_le_bytes()])?;
         self.buyers.insert(hash, [0, name]);
-        Ok(Buyer { name, units: 0 })
+        if units > 0 {
+            self.holders += 1;
+        }
+        Ok(Buyer { name, units })
     }
 
     pub fn find_request(&self, id: &[u8]) -> Lookup<u32> {
@@ -771,7 +774,7 @@ mod tests {
             let user = vec![b'u'; 1 + (n as usize % 128)];
             let buyer = match ledger.find_buyer(&user) {
                 Lookup::Found(buyer) => buyer,
-                Lookup::Missing(hash) => ledger.add_buyer(hash, &user).unwrap(),
+                Lookup::Missing(hash) => ledger.add_buyer(hash, &user, 0).unwrap(),
             };
             let id = format!("{n:0>width$}", width = 1 + (n as usize * 7) % 128);
             let Lookup::Missing(hash) = ledger.find_request(id.as_bytes()) else {
