@@ -158,7 +158,7 @@ fn aof_rewrite_ms(con: &mut Connection) -> f64 {
 
 /// Bytes per key over `count` keys made by `make`.
 fn per_key(con: &mut Connection, count: usize, make: impl Fn(&mut redis::Pipeline, usize)) -> f64 {
-    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
     let before = used_memory(con);
     let mut pipe = redis::pipe();
     for n in 0..count {
@@ -176,7 +176,7 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
     ok::<String>(con, &["CONFIG", "SET", "latency-tracking", "no"]);
     let mut memory = Vec::new();
     for size in [1_000, 100_000] {
-        ok::<String>(con, &["FLUSHALL"]);
+        ok::<String>(con, &["FLUSHALL", "SYNC"]);
         let before = used_memory(con);
         fill_item(con, "big", size);
         memory.push(MemoryRow {
@@ -185,7 +185,7 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
             used_memory_growth: used_memory(con) - before,
         });
     }
-    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
     let before = used_memory(con);
     fill_item(con, "big", buyers);
     memory.push(MemoryRow {
@@ -271,7 +271,7 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
         seckill_rewrite,
         native_rewrite,
     );
-    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
 
     let keys = 10_000;
     let empty_item = per_key(con, keys, |pipe, n| {
@@ -288,7 +288,7 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
             .arg(&["stock", "100", "limit", "1", "sold", "0", "refunded", "0"])
             .ignore();
     });
-    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
     ok::<String>(con, &["CONFIG", "SET", "latency-tracking", "yes"]);
     BigItems {
         buyers,
@@ -365,7 +365,7 @@ pub fn growth(server: &Server, con: &mut Connection, clients: usize, calls: usiz
         ok::<String>(con, &["CONFIG", "SET", "slowlog-max-len", "128"]);
         (throughput, longest)
     };
-    ok::<String>(con, &["FLUSHALL"]);
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
     ok::<i64>(con, &["SECKILL.INIT", "grow", "100000000000000"]);
     let (seckill, (seckill_longest_ms, seckill_over_1ms)) =
         run(con, &["SECKILL.DEDUCT", "grow", "user:__rand_int__", "1"]);
