@@ -514,13 +514,11 @@ impl SaleItem {
             self.ledger.held
         };
         self.tally_request(tally, buyer.handle(), &request)?;
-        let Lookup::Missing(hash) = self.ledger.find_request_hashed(id_hash, id) else {
-            return Err(DecodeError("duplicate request id"));
-        };
         let handle = self
             .ledger
-            .add_request(hash, id, buyer, request)
-            .map_err(|_| DecodeError("item too large"))?;
+            .add_new_request(id_hash, id, buyer, request)
+            .map_err(|_| DecodeError("item too large"))?
+            .ok_or(DecodeError("duplicate request id"))?;
         if request.state == RequestState::Held {
             self.ledger
                 .holds

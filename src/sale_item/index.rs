@@ -168,6 +168,23 @@ impl<const W: usize> Table<W> {
         None
     }
 
+    /// The first free slot from the home of `tag`, unless an entry with
+    /// `tag` that `matches` comes first.
+    fn free_unless(&self, tag: u32, mut matches: impl FnMut(&[u32; W]) -> bool) -> Option<usize> {
+        let mut at = self.home(tag);
+        for _ in 0..self.slots {
+            match self.slot(at) {
+                None => return Some(at),
+                Some(slot) => match slot.first() {
+                    Some(0) | None => return Some(at),
+                    Some(stored) if *stored == tag && matches(slot) => return None,
+                    _ => at = self.after(at),
+                },
+            }
+        }
+        None
+    }
+
     /// Starts loading the home slot of `tag`.
     fn prefetch_home(&self, tag: u32) {
         if let Some(slot) = self.slot(self.home(tag)) {
@@ -313,6 +330,41 @@ impl<const W: usize> Index<W> {
         }
         self.table.put(slot);
         self.len += 1;
+    }
+
+    /// Adds an entry unless one that `matches` is there already, and then
+    /// returns false and changes nothing: a lookup and an insert in one
+    /// probe, for a loader storing ids that must be unique. Word 0 of
+    /// `slot` is overwritten with the tag of `hash`.
+    pub fn insert_new(
+        &mut self,
+        hash: u64,
+        mut slot: [u32; W],
+        mut matches: impl FnMut(&[u32; W]) -> bool,
+    ) -> bool {
+        let tag = tag_of(hash);
+        if self.resize.is_some() || !self.table.has_room() {
+            // Growing: the two steps, rare in a load sized up front.
+            if self.find(hash, &mut matches).is_some() {
+                return false;
+            }
+            self.insert(hash, slot);
+            return true;
+        }
+        // Without deletions, an entry that matches lies between its home
+        // and the first free slot, which is where it would go.
+        let Some(at) = self.table.free_unless(tag, matches) else {
+            return false;
+        };
+        if let Some(tag_word) = slot.first_mut() {
+            *tag_word = tag;
+        }
+        if let Some(free) = self.table.slot_mut(at) {
+            *free = slot;
+            self.table.len += 1;
+            self.len += 1;
+        }
+        true
     }
 
     /// Makes room for `additional` more entries at once, when no resize is
@@ -529,7 +581,15 @@ mod tests {
             let mut index = Index::<3>::default();
             let mut model: HashMap<u32, u32> = HashMap::new();
             for (step, key) in keys.into_iter().enumerate() {
-                if index.find(hash(key), |slot| slot[1] == key).is_none() {
+                // Every other step through the one-probe insert, which
+                // refuses a key that is there.
+                if step % 2 == 0 {
+                    let added = index.insert_new(hash(key), [0, key, key.wrapping_mul(7)], |slot| {
+                        slot[1] == key
+                    });
+                    prop_assert_eq!(added, !model.contains_key(&key));
+                    model.insert(key, key.wrapping_mul(7));
+                } else if index.find(hash(key), |slot| slot[1] == key).is_none() {
                     index.insert(hash(key), [0, key, key.wrapping_mul(7)]);
                     model.insert(key, key.wrapping_mul(7));
                 }

@@ -576,9 +576,16 @@ impl Ledger {
         buyer: &Buyer,
         request: NewRequest,
     ) -> Result<u32, Full> {
+        let handle = self.push_request(id, buyer, request)?;
+        self.requests.insert(hash, [0, handle]);
+        Ok(handle)
+    }
+
+    /// Writes a request record to the arena, unindexed.
+    fn push_request(&mut self, id: &[u8], buyer: &Buyer, request: NewRequest) -> Result<u32, Full> {
         let mut numbers = [[0; 10]; 3];
         let [qty_bytes, reply_bytes, deadline_bytes] = &mut numbers;
-        let handle = self.arena.push(&[
+        self.arena.push(&[
             &[length_byte(id, true)],
             id,
             &[request.state.code()],
@@ -586,9 +593,25 @@ impl Ledger {
             put_varint(qty_bytes, request.qty as u64),
             put_varint(reply_bytes, request.reply as u64),
             put_varint(deadline_bytes, request.deadline as u64),
-        ])?;
-        self.requests.insert(hash, [0, handle]);
-        Ok(handle)
+        ])
+    }
+
+    /// `add_request` for a loader: unless a request with id `id` is there
+    /// already (then `None`, and the item is to be dropped: the record
+    /// written stays unused), with one probe of the index for both.
+    pub fn add_new_request(
+        &mut self,
+        hash: u64,
+        id: &[u8],
+        buyer: &Buyer,
+        request: NewRequest,
+    ) -> Result<Option<u32>, Full> {
+        let handle = self.push_request(id, buyer, request)?;
+        let arena = &self.arena;
+        let added = self.requests.insert_new(hash, [0, handle], |slot| {
+            leading_id(arena.record(slot_handle(slot))) == id
+        });
+        Ok(added.then_some(handle))
     }
 
     pub fn set_state(&mut self, handle: u32, state: RequestState) {
