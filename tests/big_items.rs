@@ -15,6 +15,18 @@ use redis::Connection;
 const MID_RESIZE_BUYERS: usize = 13_200;
 
 fn buy(con: &mut Connection, key: &str, users: std::ops::Range<usize>) {
+    purchases(con, key, users, "order", &[]);
+}
+
+/// `DEDUCT key user:N 1 ID {prefix}:N` for each N, then `extra` arguments,
+/// in one pipeline.
+fn purchases(
+    con: &mut Connection,
+    key: &str,
+    users: std::ops::Range<usize>,
+    prefix: &str,
+    extra: &[&str],
+) {
     let mut pipe = redis::pipe();
     for n in users {
         pipe.cmd("SECKILL.DEDUCT")
@@ -22,26 +34,15 @@ fn buy(con: &mut Connection, key: &str, users: std::ops::Range<usize>) {
             .arg(format!("user:{n}"))
             .arg(1)
             .arg("ID")
-            .arg(format!("order:{n}"))
+            .arg(format!("{prefix}:{n}"))
+            .arg(extra)
             .ignore();
     }
     pipe.query::<()>(con).expect("purchases");
 }
 
 fn hold_for_an_hour(con: &mut Connection, key: &str, users: std::ops::Range<usize>) {
-    let mut pipe = redis::pipe();
-    for n in users {
-        pipe.cmd("SECKILL.DEDUCT")
-            .arg(key)
-            .arg(format!("user:{n}"))
-            .arg(1)
-            .arg("ID")
-            .arg(format!("hold:{n}"))
-            .arg("HOLD")
-            .arg(3600)
-            .ignore();
-    }
-    pipe.query::<()>(con).expect("holds");
+    purchases(con, key, users, "hold", &["HOLD", "3600"]);
 }
 
 fn digest(con: &mut Connection, key: &str) -> String {

@@ -349,9 +349,20 @@ fn held_item(stream_maxlen: i64) -> Vec<(&'static str, i64)> {
     ]
 }
 
-/// HOLDS and CONFIRM on the held item: hold-1 pending, hold-2 confirmed
-/// before the save, hold-3 lapsed.
-fn assert_holds_survived(con: &mut redis::Connection, key: &str) {
+/// The held item of the fixtures of versions 3 and 4 under `key`: its
+/// INFO, buyers and replays, then HOLDS and CONFIRM (hold-1 pending,
+/// hold-2 confirmed before the save, hold-3 lapsed).
+fn assert_held_item(con: &mut redis::Connection, key: &str, stream_maxlen: i64) {
+    let info = held_item(stream_maxlen);
+    assert_loaded(
+        con,
+        &Expected {
+            key,
+            info: &info,
+            bought: HELD_BOUGHT,
+            replays: HELD_REPLAYS,
+        },
+    );
     let holds: Vec<(String, String, i64, i64)> = ok(con, &["SECKILL.HOLDS", key]);
     assert_eq!(
         holds,
@@ -417,17 +428,7 @@ fn an_rdb_written_at_format_version_3_still_loads() {
     let rdb = include_bytes!("fixtures/encoding-v3.rdb");
     let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
     let mut con = server.client();
-    let info = held_item(0);
-    assert_loaded(
-        &mut con,
-        &Expected {
-            key: "sku:v3",
-            info: &info,
-            bought: HELD_BOUGHT,
-            replays: HELD_REPLAYS,
-        },
-    );
-    assert_holds_survived(&mut con, "sku:v3");
+    assert_held_item(&mut con, "sku:v3", 0);
     assert_loaded(&mut con, &UNLIMITED);
 }
 
@@ -445,22 +446,12 @@ fn an_rdb_written_at_format_version_4_still_loads() {
     let rdb = include_bytes!("fixtures/encoding-v4.rdb");
     let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
     let mut con = server.client();
-    let info = held_item(100);
-    assert_loaded(
-        &mut con,
-        &Expected {
-            key: "{sku:v4}",
-            info: &info,
-            bought: HELD_BOUGHT,
-            replays: HELD_REPLAYS,
-        },
-    );
+    assert_held_item(&mut con, "{sku:v4}", 100);
     let fields: HashMap<String, Value> = ok(&mut con, &["SECKILL.INFO", "{sku:v4}"]);
     assert_eq!(
         fields["stream"],
         Value::BulkString(b"{sku:v4}:orders".to_vec())
     );
-    assert_holds_survived(&mut con, "{sku:v4}");
     assert_loaded(&mut con, &UNLIMITED);
 
     // The stream came back with the item, and the kept setting still writes

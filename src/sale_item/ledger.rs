@@ -21,7 +21,7 @@
 //! check of an item is one front-to-back pass, with nothing to sort.
 
 use super::index::{prefetch, Index};
-use hashbrown::DefaultHashBuilder;
+use foldhash::fast::RandomState;
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
@@ -343,7 +343,7 @@ impl Buyer {
 /// One seed for every ledger's hashes, drawn at random when the module
 /// loads, as Redis seeds its own dict hashes once per process: ids chosen
 /// to collide cannot be prepared in advance.
-static HASHER: LazyLock<DefaultHashBuilder> = LazyLock::new(DefaultHashBuilder::default);
+static HASHER: LazyLock<RandomState> = LazyLock::new(RandomState::default);
 
 #[derive(Clone, Default)]
 pub struct Ledger {
@@ -775,11 +775,10 @@ impl Ledger {
         // order, at the tree's right edge, where a full leaf splits into
         // two of about 6: some 55 bytes an entry, inner nodes included.
         const HOLD_ENTRY: usize = 56;
-        let hold_entry = HOLD_ENTRY;
         self.arena.allocated()
             + self.buyers.allocated()
             + self.requests.allocated()
-            + self.holds.len() * hold_entry
+            + self.holds.len() * HOLD_ENTRY
     }
 }
 
