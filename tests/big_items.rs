@@ -109,15 +109,8 @@ fn an_item_caught_mid_resize_restores_reloads_and_syncs_identically() {
     }
 }
 
-/// `used_memory` less what client buffers hold: a pipeline of purchases
-/// leaves a query buffer behind for a while, which is not the item's.
 fn used_memory(con: &mut Connection) -> f64 {
-    let figure = |con: &mut Connection, field: &str| -> f64 {
-        server_info(con, "memory", field)
-            .and_then(|bytes| bytes.parse().ok())
-            .expect("used_memory")
-    };
-    figure(con, "used_memory") - figure(con, "mem_clients_normal")
+    used_memory_less_clients(con).expect("INFO memory figures")
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use crate::load::{redis_benchmark_on, Throughput};
 use redis::Connection;
-use seckill_harness::{command_stat, ok, server_info, Server};
+use seckill_harness::{command_stat, ok, server_info, used_memory_less_clients, Server};
 use std::time::{Duration, Instant};
 
 /// One operation timed on the item and on the native pair.
@@ -53,15 +53,8 @@ pub struct Growth {
 
 const PIPELINE: usize = 10_000;
 
-/// `used_memory` less what client buffers hold: a pipeline of purchases
-/// leaves a query buffer behind for a while, which is not the item's.
 fn used_memory(con: &mut Connection) -> f64 {
-    let figure = |con: &mut Connection, field: &str| -> f64 {
-        server_info(con, "memory", field)
-            .and_then(|bytes| bytes.parse().ok())
-            .unwrap_or(f64::NAN)
-    };
-    figure(con, "used_memory") - figure(con, "mem_clients_normal")
+    used_memory_less_clients(con).unwrap_or(f64::NAN)
 }
 
 /// Server-side milliseconds of one call of `args`, from INFO commandstats.

@@ -270,6 +270,20 @@ pub fn server_info(con: &mut Connection, section: &str, field: &str) -> Option<S
         .map(|value| value.trim().to_owned())
 }
 
+/// `used_memory` less what client buffers hold (`mem_clients_normal`): a
+/// pipeline leaves a query buffer behind for a while, which is not any
+/// key's memory. Both figures come from one INFO reply, because the server
+/// may free that buffer between two calls.
+pub fn used_memory_less_clients(con: &mut Connection) -> Option<f64> {
+    let text: String = ok(con, &["INFO", "memory"]);
+    let figure = |field: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|bytes| bytes.trim().parse().ok())
+    };
+    Some(figure("used_memory")? - figure("mem_clients_normal")?)
+}
+
 /// One figure of a command's INFO commandstats line, e.g. ("get", "calls").
 pub fn command_stat(con: &mut Connection, command: &str, figure: &str) -> Option<f64> {
     let stats = server_info(con, "commandstats", &format!("cmdstat_{command}"))?;
