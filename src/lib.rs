@@ -19,6 +19,7 @@ mod allocator;
 mod args;
 mod call;
 mod cluster;
+mod command_info;
 mod commands;
 pub mod hash_slot;
 mod hold_registry;
@@ -29,6 +30,7 @@ pub mod sale_item;
 mod sweeper;
 mod write;
 
+use command_info::{Arg, Docs, KeyAt, KeySpec};
 use persistence::SALE_ITEM_TYPE;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use std::ffi::CStr;
@@ -70,100 +72,272 @@ macro_rules! entry_point {
 type EntryPoint =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// Every command: name, entry point, flags. CONFIRM, REFUND and RELEASE
-/// carry no `deny-oom`: they settle a sale already made (a payment, a
-/// cancellation) and must work at `maxmemory`, or a paid hold would lapse
-/// and be sold again. Each takes its item key as the
-/// first argument (first key 1, last key 1, step 1), so cluster clients route
-/// it and ACL key patterns apply with nothing else declared.
-fn command_table() -> [(&'static CStr, EntryPoint, &'static CStr); 13] {
-    [
-        // SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s|PX ms|EXAT s|PXAT ms] [REPLACE]
-        (
-            c"seckill.init",
-            entry_point!(commands::init),
-            c"write deny-oom fast",
-        ),
-        // SECKILL.ADD key qty
-        (
-            c"seckill.add",
-            entry_point!(commands::add),
-            c"write deny-oom fast",
-        ),
-        // SECKILL.DEDUCT key user qty [ID request_id] [HOLD s | HOLDUNTIL unix-ms]
-        (
-            c"seckill.deduct",
-            entry_point!(commands::deduct),
-            c"write deny-oom fast",
-        ),
-        // SECKILL.CONFIRM key request_id
-        (
-            c"seckill.confirm",
-            entry_point!(commands::confirm),
-            c"write fast",
-        ),
-        // SECKILL.RELEASE key request_id [request_id ...]
-        (
-            c"seckill.release",
-            entry_point!(commands::release),
-            c"write",
-        ),
-        // SECKILL.REFUND key request_id
-        (
-            c"seckill.refund",
-            entry_point!(commands::refund),
-            c"write fast",
-        ),
-        // SECKILL.WINDOW key start end
-        (
-            c"seckill.window",
-            entry_point!(commands::window),
-            c"write deny-oom fast",
-        ),
-        // SECKILL.STREAM key [stream_key [MAXLEN n]]
-        (
-            c"seckill.stream",
-            entry_point!(commands::stream),
-            c"write deny-oom fast",
-        ),
-        // SECKILL.GET key
-        (
-            c"seckill.get",
-            entry_point!(commands::get),
-            c"readonly fast",
-        ),
-        // SECKILL.BOUGHT key user
-        (
-            c"seckill.bought",
-            entry_point!(commands::bought),
-            c"readonly fast",
-        ),
-        // SECKILL.HOLDS key [user]
-        (c"seckill.holds", entry_point!(commands::holds), c"readonly"),
-        // SECKILL.INFO key
-        (
-            c"seckill.info",
-            entry_point!(commands::info),
-            c"readonly fast",
-        ),
-        // SECKILL.LOADCHUNK key payload (written by AOF rewrites)
-        (
-            c"seckill.loadchunk",
-            entry_point!(commands::load_chunk),
-            c"write deny-oom",
-        ),
-    ]
+/// One command: its name, entry point, flags and documentation.
+struct Command {
+    name: &'static CStr,
+    entry_point: EntryPoint,
+    flags: &'static CStr,
+    docs: Docs,
 }
+
+// Key spec flags, as Redis's own commands use them: a read that returns
+// data is RO ACCESS; a write that changes the item in place is RW UPDATE
+// (and ACCESS when it replies a figure from it); one that may create it
+// is RW INSERT (Redis allows one of INSERT, UPDATE, DELETE per key).
+const READS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
+const UPDATES: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+const UPDATES_AND_READS: u32 = UPDATES | raw::REDISMODULE_CMD_KEY_ACCESS;
+const CREATES: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
+
+const ITEM: &[KeySpec] = &[item_key(UPDATES)];
+const ITEM_READ_AND_UPDATED: &[KeySpec] = &[item_key(UPDATES_AND_READS)];
+const ITEM_READ: &[KeySpec] = &[item_key(READS)];
+
+const fn item_key(flags: u32) -> KeySpec {
+    KeySpec {
+        at: KeyAt::Index(1),
+        flags,
+        notes: None,
+    }
+}
+
+/// The order stream a command names: every later sale appends to it, so
+/// the caller must be allowed to write it (ACL) and it must share the
+/// item's cluster slot.
+const fn order_stream_key(at: KeyAt) -> KeySpec {
+    KeySpec {
+        at,
+        flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
+        notes: Some(c"the order stream; every later sale of the item appends to it"),
+    }
+}
+
+const KEY: Arg = Arg::key(c"key", 0);
+const REQUEST_ID: Arg = Arg::string(c"request_id");
+const STREAM_MAXLEN: Arg = Arg::integer(c"maxlen").token(c"MAXLEN").optional();
+
+/// Every command, in one place: name, entry point, flags, and the docs
+/// the server enforces (arity) and shows (`COMMAND DOCS`, `redis-cli`
+/// hints). CONFIRM, REFUND and RELEASE carry no `deny-oom`: they settle a
+/// sale already made (a payment, a cancellation) and must work at
+/// `maxmemory`, or a paid hold would lapse and be sold again. Each takes
+/// its item key as the first argument, so cluster clients route it and ACL
+/// key patterns apply; INIT also declares the order stream it names.
+const COMMANDS: [Command; 13] = [
+        Command {
+            name: c"seckill.init",
+            entry_point: entry_point!(commands::init),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Creates a sale item with its stock, per-user limit, sale window and order stream",
+                complexity: c"O(1)",
+                arity: -3,
+                keys: &[item_key(CREATES), order_stream_key(KeyAt::AfterKeyword(c"STREAM", 3))],
+                args: &[
+                    KEY,
+                    Arg::one_of(
+                        c"stock",
+                        &[Arg::integer(c"units"), Arg::keyword(c"unlimited", c"UNLIMITED")],
+                    ),
+                    Arg::integer(c"limit").token(c"LIMIT").optional(),
+                    Arg::unix_time(c"start").token(c"START").optional(),
+                    Arg::unix_time(c"end").token(c"END").optional(),
+                    Arg::block(
+                        c"stream",
+                        &[Arg::key(c"stream_key", 1).token(c"STREAM"), STREAM_MAXLEN],
+                    )
+                    .optional(),
+                    Arg::one_of(
+                        c"expiration",
+                        &[
+                            Arg::integer(c"seconds").token(c"EX"),
+                            Arg::integer(c"milliseconds").token(c"PX"),
+                            Arg::unix_time(c"unix-time-seconds").token(c"EXAT"),
+                            Arg::unix_time(c"unix-time-milliseconds").token(c"PXAT"),
+                        ],
+                    )
+                    .optional(),
+                    Arg::keyword(c"replace", c"REPLACE").optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.add",
+            entry_point: entry_point!(commands::add),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Puts more units of a sale item on sale; replies the new stock",
+                complexity: c"O(1)",
+                arity: 3,
+                keys: ITEM_READ_AND_UPDATED,
+                args: &[KEY, Arg::integer(c"qty")],
+            },
+        },
+        Command {
+            name: c"seckill.deduct",
+            entry_point: entry_point!(commands::deduct),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Sells units to a user, or holds them until a deadline, in one atomic step; replies the remaining stock or a negative code",
+                complexity: c"O(1)",
+                arity: -4,
+                keys: ITEM_READ_AND_UPDATED,
+                args: &[
+                    KEY,
+                    Arg::string(c"user"),
+                    Arg::integer(c"qty"),
+                    REQUEST_ID.token(c"ID").optional(),
+                    Arg::one_of(
+                        c"hold",
+                        &[
+                            Arg::integer(c"seconds").token(c"HOLD"),
+                            Arg::unix_time(c"unix-time-milliseconds").token(c"HOLDUNTIL"),
+                        ],
+                    )
+                    .optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.confirm",
+            entry_point: entry_point!(commands::confirm),
+            flags: c"write fast",
+            docs: Docs {
+                summary: c"Makes a pending hold a final purchase",
+                complexity: c"O(log N) where N is the number of pending holds",
+                arity: 3,
+                keys: ITEM,
+                args: &[KEY, REQUEST_ID],
+            },
+        },
+        Command {
+            name: c"seckill.release",
+            entry_point: entry_point!(commands::release),
+            flags: c"write",
+            docs: Docs {
+                summary: c"Lets pending holds lapse now; replies how many were released",
+                complexity: c"O(M log N) where M is the number of ids and N the number of pending holds",
+                arity: -3,
+                keys: ITEM,
+                args: &[KEY, REQUEST_ID.multiple()],
+            },
+        },
+        Command {
+            name: c"seckill.refund",
+            entry_point: entry_point!(commands::refund),
+            flags: c"write fast",
+            docs: Docs {
+                summary: c"Gives back the units of one purchase, once",
+                complexity: c"O(1)",
+                arity: 3,
+                keys: ITEM,
+                args: &[KEY, REQUEST_ID],
+            },
+        },
+        Command {
+            name: c"seckill.window",
+            entry_point: entry_point!(commands::window),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Moves the sale window of a sale item (Unix ms, 0 = open on that side)",
+                complexity: c"O(1)",
+                arity: 4,
+                keys: ITEM,
+                args: &[KEY, Arg::unix_time(c"start"), Arg::unix_time(c"end")],
+            },
+        },
+        Command {
+            name: c"seckill.stream",
+            entry_point: entry_point!(commands::stream),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Sets the order stream of a sale item, or clears it",
+                complexity: c"O(1)",
+                arity: -2,
+                // Not the stream key: a key spec for an optional argument
+                // makes the server find no key at all when it is left out
+                // (no cluster routing, no ACL check). The module checks the
+                // caller may write it, and that it shares the item's slot.
+                keys: ITEM,
+                args: &[
+                    KEY,
+                    Arg::block(c"stream", &[Arg::string(c"stream_key"), STREAM_MAXLEN]).optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.get",
+            entry_point: entry_point!(commands::get),
+            flags: c"readonly fast",
+            docs: Docs {
+                summary: c"Returns the remaining stock of a sale item",
+                complexity: c"O(1)",
+                arity: 2,
+                keys: ITEM_READ,
+                args: &[KEY],
+            },
+        },
+        Command {
+            name: c"seckill.bought",
+            entry_point: entry_point!(commands::bought),
+            flags: c"readonly fast",
+            docs: Docs {
+                summary: c"Returns the units a user holds now",
+                complexity: c"O(1)",
+                arity: 3,
+                keys: ITEM_READ,
+                args: &[KEY, Arg::string(c"user")],
+            },
+        },
+        Command {
+            name: c"seckill.holds",
+            entry_point: entry_point!(commands::holds),
+            flags: c"readonly",
+            docs: Docs {
+                summary: c"Lists pending holds, earliest deadline first",
+                complexity: c"O(N) where N is the number of pending holds",
+                arity: -2,
+                keys: ITEM_READ,
+                args: &[KEY, Arg::string(c"user").optional()],
+            },
+        },
+        Command {
+            name: c"seckill.info",
+            entry_point: entry_point!(commands::info),
+            flags: c"readonly fast",
+            docs: Docs {
+                summary: c"Returns the counters of a sale item",
+                complexity: c"O(1)",
+                arity: 2,
+                keys: ITEM_READ,
+                args: &[KEY],
+            },
+        },
+        Command {
+            name: c"seckill.loadchunk",
+            entry_point: entry_point!(commands::load_chunk),
+            flags: c"write deny-oom",
+            docs: Docs {
+                summary: c"Loads part of a sale item; written by AOF rewrites, accepted only while loading or from the master",
+                complexity: c"O(N) where N is the number of records in the chunk",
+                arity: 3,
+                keys: &[item_key(CREATES)],
+                args: &[KEY, Arg::string(c"payload")],
+            },
+        },
+];
 
 /// Puts a command in the ACL categories its flags imply (`@write` or
 /// `@read`, and `@fast`), where the server has categories for module
 /// commands (Redis 7.2 and later, Valkey). On 7.0 the API is missing and
 /// module commands belong to no category: ACL rules must name them.
-fn set_acl_categories(ctx: &Context, name: &CStr, flags: &CStr) {
-    let (Some(get_command), Some(set_categories)) = (
-        redis_api!(RedisModule_GetCommand),
-        redis_api!(RedisModule_SetCommandACLCategories),
-    ) else {
+fn set_acl_categories(
+    ctx: &Context,
+    command: *mut raw::RedisModuleCommand,
+    name: &CStr,
+    flags: &CStr,
+) {
+    let Some(set_categories) = redis_api!(RedisModule_SetCommandACLCategories) else {
         return;
     };
     let flags = flags.to_bytes();
@@ -174,14 +348,9 @@ fn set_acl_categories(ctx: &Context, name: &CStr, flags: &CStr) {
         (false, true) => c"read fast",
         (false, false) => c"read",
     };
-    // SAFETY: the command was just created under this static name.
-    unsafe {
-        let command = get_command(ctx.ctx, name.as_ptr());
-        if command.is_null()
-            || set_categories(command, categories.as_ptr()) != raw::REDISMODULE_OK as c_int
-        {
-            ctx.log_warning(&format!("seckill: cannot set ACL categories of {name:?}"));
-        }
+    // SAFETY: a command this module just created.
+    if unsafe { set_categories(command, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+        ctx.log_warning(&format!("seckill: cannot set ACL categories of {name:?}"));
     }
 }
 
@@ -255,24 +424,35 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
     let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
         return Status::Err;
     };
-    for (name, entry_point, flags) in command_table() {
+    let Some(get_command) = redis_api!(RedisModule_GetCommand) else {
+        return Status::Err;
+    };
+    for command in &COMMANDS {
+        let name = command.name;
         // SAFETY: static NUL-terminated strings and a matching entry point.
         let created = unsafe {
             create_command(
                 ctx.ctx,
                 name.as_ptr(),
-                Some(entry_point),
-                flags.as_ptr(),
+                Some(command.entry_point),
+                command.flags.as_ptr(),
                 1,
                 1,
                 1,
             )
         };
-        if created != raw::REDISMODULE_OK as c_int {
+        // SAFETY: the command was just created under this static name.
+        let handle = unsafe { get_command(ctx.ctx, name.as_ptr()) };
+        if created != raw::REDISMODULE_OK as c_int || handle.is_null() {
             ctx.log_warning(&format!("seckill: cannot create command {name:?}"));
             return Status::Err;
         }
-        set_acl_categories(ctx, name, flags);
+        // SAFETY: a command of this module, from its init.
+        if !unsafe { command_info::set_command_info(handle, &command.docs) } {
+            ctx.log_warning(&format!("seckill: the server refused the docs of {name:?}"));
+            return Status::Err;
+        }
+        set_acl_categories(ctx, handle, name, command.flags);
     }
     // Loaders report short reads instead of making Redis abort, which is
     // also what lets a replica load a full sync without a temporary file.
