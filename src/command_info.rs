@@ -250,7 +250,7 @@ pub unsafe fn set_command_info(command: *mut raw::RedisModuleCommand, docs: &Doc
     let mut keep = Vec::new();
     let args = c_args(docs.args, &mut keep);
     let mut key_specs = c_key_specs(docs.keys);
-    let mut info = raw::RedisModuleCommandInfo {
+    let info = raw::RedisModuleCommandInfo {
         version: &version,
         summary: docs.summary.as_ptr(),
         complexity: docs.complexity.as_ptr(),
@@ -263,5 +263,5 @@ pub unsafe fn set_command_info(command: *mut raw::RedisModuleCommand, docs: &Doc
     };
     // SAFETY: every pointer lives until the call returns; Redis copies
     // what it keeps.
-    unsafe { set_info(command, &mut info) == raw::REDISMODULE_OK as c_int }
+    unsafe { set_info(command, &info) == raw::REDISMODULE_OK as c_int }
 }
