@@ -14,10 +14,12 @@ use crate::sale_item::{
     Change, Confirmation, Deduction, ItemError, LapseMoment, Moment, Order, Outbox, SaleItem,
     Stock, Verdict, Window, MAX_ID_LEN,
 };
+use crate::stats;
 use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 // Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
 // numbers follow the Lua scripts these commands replace (see README).
@@ -94,6 +96,36 @@ fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
         return Err(RedisError::Str(error));
     }
     Ok(bytes)
+}
+
+/// The longest user id or request id a client may bring into an item
+/// (`seckill.max-id-length`, at most `MAX_ID_LEN`).
+pub static MAX_ID_LENGTH: AtomicI64 = AtomicI64::new(MAX_ID_LEN as i64);
+
+/// Holds the ids of a client's DEDUCT to `seckill.max-id-length`. Not
+/// those from the master or the AOF: the master accepted them under its own
+/// setting, and a replica refusing them would diverge. Ids already in an
+/// item are still found by every command, whatever the setting.
+fn check_configured_id_length(
+    ctx: &Context,
+    user: &[u8],
+    request_id: Option<&[u8]>,
+) -> Result<(), RedisError> {
+    let limit = usize::try_from(MAX_ID_LENGTH.load(Ordering::Relaxed)).unwrap_or(MAX_ID_LEN);
+    let too_long = |id: &[u8]| id.len() > limit;
+    let kind = if too_long(user) {
+        "user id"
+    } else if request_id.is_some_and(too_long) {
+        "request id"
+    } else {
+        return Ok(());
+    };
+    if master_decided(ctx) {
+        return Ok(());
+    }
+    Err(RedisError::String(format!(
+        "ERR {kind} must be 1 to {limit} bytes"
+    )))
 }
 
 /// The moment a write judges lapses at, where this server decides.
@@ -413,6 +445,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
+    check_configured_id_length(ctx, user, options.request_id)?;
     let judge = |item: &SaleItem, judging: Judging| {
         // The window is judged only where this server decides: a replica or
         // an AOF replay applies what its master already accepted.
@@ -480,9 +513,13 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             at,
         }))
     };
-    write_item(ctx, name, judge, |_, remaining, _| {
+    let reply = write_item(ctx, name, judge, |_, remaining, _| {
         RedisValue::Integer(remaining)
-    })
+    });
+    if let Ok(RedisValue::Integer(code)) = reply {
+        stats::count_deduct_reply(code);
+    }
+    reply
 }
 
 /// DEDUCT's reply when it sells nothing.

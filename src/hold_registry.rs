@@ -111,3 +111,8 @@ pub fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
     let home = registry.homes.remove(&id)?;
     Some((id, home.db, home.key))
 }
+
+/// Items with pending holds that the sweep watches.
+pub fn items_watched() -> usize {
+    registry().homes.len()
+}

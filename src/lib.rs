@@ -27,11 +27,13 @@ mod item_key;
 mod order_stream;
 mod persistence;
 pub mod sale_item;
+mod stats;
 mod sweeper;
 mod write;
 
 use command_info::{Arg, Docs, KeyAt, KeySpec};
 use persistence::SALE_ITEM_TYPE;
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -54,12 +56,13 @@ macro_rules! allocator {
 /// The C entry point Redis calls for one command: hands the handler the
 /// arguments in place and sends its reply.
 macro_rules! entry_point {
-    ($handler:path) => {{
+    ($handler:path, $position:expr) => {{
         extern "C" fn call(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut *mut raw::RedisModuleString,
             argc: c_int,
         ) -> c_int {
+            stats::CALLS.0[$position].bump();
             let context = Context::new(ctx);
             // SAFETY: Redis passes `argc` strings that live for this call.
             let args = unsafe { args::from_argv(argv, argc) };
@@ -123,10 +126,12 @@ const STREAM_MAXLEN: Arg = Arg::integer(c"maxlen").token(c"MAXLEN").optional();
 /// `maxmemory`, or a paid hold would lapse and be sold again. Each takes
 /// its item key as the first argument, so cluster clients route it and ACL
 /// key patterns apply; INIT also declares the order stream it names.
-const COMMANDS: [Command; 13] = [
+/// The position of each entry is also its counter in `stats::CALLS`
+/// (the second argument of `entry_point!`).
+const COMMANDS: [Command; stats::COMMANDS] = [
         Command {
             name: c"seckill.init",
-            entry_point: entry_point!(commands::init),
+            entry_point: entry_point!(commands::init, 0),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Creates a sale item with its stock, per-user limit, sale window and order stream",
@@ -137,11 +142,11 @@ const COMMANDS: [Command; 13] = [
                     KEY,
                     Arg::one_of(
                         c"stock",
-                        &[Arg::integer(c"units"), Arg::keyword(c"unlimited", c"UNLIMITED")],
+                        &[Arg::integer(c"stock"), Arg::keyword(c"unlimited", c"UNLIMITED")],
                     ),
                     Arg::integer(c"limit").token(c"LIMIT").optional(),
-                    Arg::unix_time(c"start").token(c"START").optional(),
-                    Arg::unix_time(c"end").token(c"END").optional(),
+                    Arg::unix_time(c"start-ms").token(c"START").optional(),
+                    Arg::unix_time(c"end-ms").token(c"END").optional(),
                     Arg::block(
                         c"stream",
                         &[Arg::key(c"stream_key", 1).token(c"STREAM"), STREAM_MAXLEN],
@@ -163,7 +168,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.add",
-            entry_point: entry_point!(commands::add),
+            entry_point: entry_point!(commands::add, 1),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Puts more units of a sale item on sale; replies the new stock",
@@ -175,7 +180,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.deduct",
-            entry_point: entry_point!(commands::deduct),
+            entry_point: entry_point!(commands::deduct, 2),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Sells units to a user, or holds them until a deadline, in one atomic step; replies the remaining stock or a negative code",
@@ -200,7 +205,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.confirm",
-            entry_point: entry_point!(commands::confirm),
+            entry_point: entry_point!(commands::confirm, 3),
             flags: c"write fast",
             docs: Docs {
                 summary: c"Makes a pending hold a final purchase",
@@ -212,7 +217,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.release",
-            entry_point: entry_point!(commands::release),
+            entry_point: entry_point!(commands::release, 4),
             flags: c"write",
             docs: Docs {
                 summary: c"Lets pending holds lapse now; replies how many were released",
@@ -224,7 +229,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.refund",
-            entry_point: entry_point!(commands::refund),
+            entry_point: entry_point!(commands::refund, 5),
             flags: c"write fast",
             docs: Docs {
                 summary: c"Gives back the units of one purchase, once",
@@ -236,19 +241,19 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.window",
-            entry_point: entry_point!(commands::window),
+            entry_point: entry_point!(commands::window, 6),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Moves the sale window of a sale item (Unix ms, 0 = open on that side)",
                 complexity: c"O(1)",
                 arity: 4,
                 keys: ITEM,
-                args: &[KEY, Arg::unix_time(c"start"), Arg::unix_time(c"end")],
+                args: &[KEY, Arg::unix_time(c"start-ms"), Arg::unix_time(c"end-ms")],
             },
         },
         Command {
             name: c"seckill.stream",
-            entry_point: entry_point!(commands::stream),
+            entry_point: entry_point!(commands::stream, 7),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Sets the order stream of a sale item, or clears it",
@@ -267,7 +272,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.get",
-            entry_point: entry_point!(commands::get),
+            entry_point: entry_point!(commands::get, 8),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the remaining stock of a sale item",
@@ -279,7 +284,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.bought",
-            entry_point: entry_point!(commands::bought),
+            entry_point: entry_point!(commands::bought, 9),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the units a user holds now",
@@ -291,7 +296,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.holds",
-            entry_point: entry_point!(commands::holds),
+            entry_point: entry_point!(commands::holds, 10),
             flags: c"readonly",
             docs: Docs {
                 summary: c"Lists pending holds, earliest deadline first",
@@ -303,7 +308,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.info",
-            entry_point: entry_point!(commands::info),
+            entry_point: entry_point!(commands::info, 11),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the counters of a sale item",
@@ -315,7 +320,7 @@ const COMMANDS: [Command; 13] = [
         },
         Command {
             name: c"seckill.loadchunk",
-            entry_point: entry_point!(commands::load_chunk),
+            entry_point: entry_point!(commands::load_chunk, 12),
             flags: c"write deny-oom",
             docs: Docs {
                 summary: c"Loads part of a sale item; written by AOF rewrites, accepted only while loading or from the master",
@@ -351,6 +356,36 @@ fn set_acl_categories(
     // SAFETY: a command this module just created.
     if unsafe { set_categories(command, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int {
         ctx.log_warning(&format!("seckill: cannot set ACL categories of {name:?}"));
+    }
+}
+
+/// `INFO seckill`: the module-wide counters of `stats`, as one section
+/// named after the module, each field prefixed `seckill_` by the server.
+extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let (Some(add_section), Some(add_field)) = (
+        redis_api!(RedisModule_InfoAddSection),
+        redis_api!(RedisModule_InfoAddFieldULongLong),
+    ) else {
+        return;
+    };
+    let names: Vec<&str> = COMMANDS
+        .iter()
+        .map(|command| {
+            let name = command.name.to_str().unwrap_or("");
+            name.strip_prefix("seckill.").unwrap_or(name)
+        })
+        .collect();
+    // SAFETY: the context is the server's for this callback; the section
+    // name is empty (the module's name) and the field names NUL-free.
+    unsafe {
+        if add_section(ctx, c"".as_ptr()) != raw::REDISMODULE_OK as c_int {
+            return; // another section was asked for
+        }
+        for (name, value) in stats::fields(&names, hold_registry::items_watched()) {
+            if let Ok(name) = std::ffi::CString::new(name) {
+                add_field(ctx, name.as_ptr(), value as _);
+            }
+        }
     }
 }
 
@@ -469,6 +504,11 @@ fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
         // SAFETY: called from the module's init with its own context.
         unsafe { set_options(ctx.ctx, options as c_int) };
     }
+    if let Some(register_info) = redis_api!(RedisModule_RegisterInfoFunc) {
+        // SAFETY: a callback with the RedisModuleInfoFunc signature; it
+        // replaces the crate's default one.
+        unsafe { register_info(ctx.ctx, Some(info_section)) };
+    }
     subscribe_to_events(ctx);
     warn_if_items_can_be_evicted(ctx);
     sweeper::start(ctx);
@@ -481,4 +521,43 @@ redis_module! {
     allocator: (allocator!(), allocator!()),
     data_types: [SALE_ITEM_TYPE],
     init: register_commands,
+    // `CONFIG SET/GET seckill.<name>`, `seckill.<name> value` lines in
+    // redis.conf, or `<name> value` pairs after the module's path in
+    // `loadmodule`. The server refuses values out of range with its own
+    // error.
+    configurations: [
+        i64: [
+            [
+                "sweep-interval-ms",
+                &sweeper::INTERVAL_MS,
+                sweeper::DEFAULT_INTERVAL_MS,
+                1,
+                60_000,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "sweep-step-budget-us",
+                &sweeper::STEP_BUDGET_US,
+                sweeper::DEFAULT_STEP_BUDGET_US,
+                50,
+                100_000,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "max-id-length",
+                &commands::MAX_ID_LENGTH,
+                sale_item::MAX_ID_LEN as i64,
+                1,
+                sale_item::MAX_ID_LEN as i64,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }

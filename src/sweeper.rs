@@ -12,16 +12,30 @@
 use crate::args::Arg;
 use crate::hold_registry::{next_due, swap_dbs, watch};
 use crate::item_key::selected_db;
+use crate::stats;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How often the sweep looks at the registry when it has nothing to do.
-const PERIOD_MS: i64 = 100;
-/// How long one timer step may work before it lets clients in again.
-const STEP_BUDGET: Duration = Duration::from_micros(1_000);
+/// How often the sweep looks at the registry when it has nothing to do
+/// (`seckill.sweep-interval-ms`).
+pub static INTERVAL_MS: AtomicI64 = AtomicI64::new(DEFAULT_INTERVAL_MS);
+pub const DEFAULT_INTERVAL_MS: i64 = 100;
+/// How long one timer step may work before it lets clients in again
+/// (`seckill.sweep-step-budget-us`).
+pub static STEP_BUDGET_US: AtomicI64 = AtomicI64::new(DEFAULT_STEP_BUDGET_US);
+pub const DEFAULT_STEP_BUDGET_US: i64 = 1_000;
+
+fn interval_ms() -> i64 {
+    INTERVAL_MS.load(Ordering::Relaxed)
+}
+
+fn step_budget() -> Duration {
+    Duration::from_micros(STEP_BUDGET_US.load(Ordering::Relaxed).max(1) as u64)
+}
 /// Holds one pipeline call releases, between two looks at the clock: each
 /// costs a few microseconds (its order event, its replication), so the
 /// step overruns its budget by little.
@@ -103,7 +117,7 @@ pub extern "C" fn on_swap_db(
 
 /// Starts the sweep; called once when the module loads.
 pub fn start(ctx: &Context) {
-    arm(ctx.get_raw(), PERIOD_MS);
+    arm(ctx.get_raw(), interval_ms());
 }
 
 fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
@@ -116,7 +130,7 @@ fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
 extern "C" fn tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     let context = Context::new(ctx);
     let more = sweep(&context);
-    arm(ctx, if more { 0 } else { PERIOD_MS });
+    arm(ctx, if more { 0 } else { interval_ms() });
 }
 
 /// A replica waits for its master's releases; a loading server has none to
@@ -141,21 +155,31 @@ fn sweep(ctx: &Context) -> bool {
         return false;
     }
     let started = Instant::now();
+    let budget = step_budget();
     let now = crate::item_key::now_ms();
-    while started.elapsed() < STEP_BUDGET {
+    let mut swept = false;
+    let mut more = true;
+    while started.elapsed() < budget {
         let Some((id, db, key)) = next_due(now) else {
-            return false;
+            more = false;
+            break;
         };
+        swept = true;
         crate::item_key::in_db(ctx, db, &key, |name| {
-            sweep_item(ctx, name, id, now, started)
+            sweep_item(ctx, name, id, now, started, budget)
         });
     }
-    true
+    if swept {
+        stats::SWEEP_RUNS.bump();
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        stats::SWEEP_LONGEST_STEP_US.raise_to(took);
+    }
+    more
 }
 
 /// Releases the due holds of the item at `name`, if it is still the item
 /// registered as `id`, and puts it back on the registry for what remains.
-fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant) {
+fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, budget: Duration) {
     loop {
         let outcome = crate::write::sweep_step(ctx, name, id, now, RELEASES_PER_CALL);
         match outcome {
@@ -169,7 +193,7 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant) 
                 return;
             }
             crate::write::Swept::Released { more_due: true } => {
-                if started.elapsed() >= STEP_BUDGET {
+                if started.elapsed() >= budget {
                     rewatch(ctx, name, now);
                     return;
                 }

@@ -19,6 +19,7 @@ use crate::hold_registry;
 use crate::item_key::{master_decided, now_ms, selected_db, signal_modified, ItemKey};
 use crate::order_stream::OrderStream;
 use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem};
+use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 
@@ -133,6 +134,7 @@ fn commit(
                 for event in &events {
                     stream.append(name.as_bytes(), event)?;
                 }
+                stats::ORDER_EVENTS.add(events.len() as u64);
                 Some(stream)
             }
         }
@@ -148,7 +150,14 @@ fn commit(
     };
     let adds_hold =
         matches!(&change, Change::Deduct(purchase) if purchase.order.hold_until.is_some());
+    let counted = Counted::of(&change);
+    let ends_holds = !settle.is_empty()
+        || matches!(
+            &change,
+            Change::Confirm(_) | Change::Release(_) | Change::Refund { hold: Some(_), .. }
+        );
     let figure = item.apply(&settle, change);
+    counted.record(figure, settle.len());
     publish(
         ctx,
         name,
@@ -161,12 +170,64 @@ fn commit(
     if let Some(stream) = stream {
         stream.publish();
     }
-    if adds_hold || !settle.is_empty() {
-        if let Some(deadline) = item.next_deadline() {
-            hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline);
+    if adds_hold || ends_holds {
+        match item.next_deadline() {
+            Some(deadline) => {
+                hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline)
+            }
+            // The sweep has nothing left to do here: the registry counts
+            // the items with pending holds (`INFO seckill`).
+            None => hold_registry::forget(item),
         }
     }
     Ok(figure)
+}
+
+/// What `INFO seckill` counts of a change, noted before it is applied
+/// (applying consumes it).
+enum Counted {
+    Sold { qty: i64, hold: bool },
+    Confirmed,
+    Refunded(i64),
+    Released,
+    Added(i64),
+    Other,
+}
+
+impl Counted {
+    fn of(change: &Change) -> Counted {
+        match change {
+            Change::Deduct(purchase) => Counted::Sold {
+                qty: purchase.order.qty,
+                hold: purchase.order.hold_until.is_some(),
+            },
+            Change::Confirm(_) => Counted::Confirmed,
+            Change::Refund { qty, .. } => Counted::Refunded(*qty),
+            Change::Release(_) => Counted::Released,
+            Change::Add(qty) => Counted::Added(*qty),
+            Change::Nothing | Change::Window(_) | Change::Outbox(_) => Counted::Other,
+        }
+    }
+
+    /// `figure` is what applying the change returned; `lapsed` the holds
+    /// settled before it.
+    fn record(self, figure: i64, lapsed: usize) {
+        let units = |qty: i64| u64::try_from(qty).unwrap_or(0);
+        match self {
+            Counted::Sold { qty, hold } => {
+                stats::UNITS_SOLD.add(units(qty));
+                if hold {
+                    stats::HOLDS_PLACED.bump();
+                }
+            }
+            Counted::Confirmed => stats::HOLDS_CONFIRMED.bump(),
+            Counted::Refunded(qty) => stats::UNITS_REFUNDED.add(units(qty)),
+            Counted::Released => stats::HOLDS_LAPSED.add(units(figure)),
+            Counted::Added(qty) => stats::UNITS_ADDED.add(units(qty)),
+            Counted::Other => {}
+        }
+        stats::HOLDS_LAPSED.add(lapsed as u64);
+    }
 }
 
 /// What a write that changed an item tells the rest of the server.

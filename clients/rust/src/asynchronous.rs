@@ -1,0 +1,136 @@
+//! The same commands on async connections.
+
+use crate::command::{self, Deduct, Init};
+use crate::reply::{ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo};
+use crate::Result;
+use redis::{FromRedisValue, ToRedisArgs};
+use std::future::Future;
+
+async fn query<T: FromRedisValue, C: redis::aio::ConnectionLike + Send>(
+    cmd: redis::Cmd,
+    con: &mut C,
+) -> Result<T> {
+    Ok(cmd.query_async(con).await?)
+}
+
+/// The seckill commands on any async connection. Each command is built
+/// before the returned future, which borrows only the connection.
+pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
+    /// Creates the item; false if it existed (and was left untouched).
+    fn seckill_init(&mut self, init: &Init) -> impl Future<Output = Result<bool>> + Send {
+        query(init.to_cmd(), self)
+    }
+
+    fn seckill_deduct(
+        &mut self,
+        deduct: &Deduct,
+    ) -> impl Future<Output = Result<DeductResult>> + Send {
+        query(deduct.to_cmd(), self)
+    }
+
+    fn seckill_confirm<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> impl Future<Output = Result<ConfirmOutcome>> + Send {
+        query(command::confirm(key, request_id), self)
+    }
+
+    fn seckill_release<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_ids: &[I],
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::release(key, request_ids);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|figure| figure.0)
+        }
+    }
+
+    fn seckill_refund<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::refund(key, request_id);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|figure| figure.0)
+        }
+    }
+
+    fn seckill_add<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::add(key, qty);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|figure| figure.0)
+        }
+    }
+
+    fn seckill_window<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let cmd = command::window(key, start_ms, end_ms);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|f| f.0.is_some())
+        }
+    }
+
+    fn seckill_stream<K: ToRedisArgs, S: ToRedisArgs>(
+        &mut self,
+        key: K,
+        stream: Option<(S, Option<i64>)>,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let cmd = command::stream(key, stream);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|f| f.0.is_some())
+        }
+    }
+
+    fn seckill_get<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        query(command::get(key), self)
+    }
+
+    fn seckill_bought<K: ToRedisArgs, U: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: U,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        query(command::bought(key, user), self)
+    }
+
+    fn seckill_holds<K: ToRedisArgs, U: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: Option<U>,
+    ) -> impl Future<Output = Result<Option<Vec<Hold>>>> + Send {
+        query(command::holds(key, user), self)
+    }
+
+    fn seckill_info<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+    ) -> impl Future<Output = Result<Option<ItemInfo>>> + Send {
+        query(command::info(key), self)
+    }
+}
+
+impl<C: redis::aio::ConnectionLike + Send> AsyncSeckillCommands for C {}

@@ -1,0 +1,284 @@
+//! The commands, as `redis::Cmd` values: send them with any connection, or
+//! add them to a pipeline and decode each reply with the types of
+//! `reply`.
+
+use redis::{Cmd, ToRedisArgs};
+
+/// The stock of a new item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stock {
+    Units(i64),
+    /// An item that never runs out (`UNLIMITED`).
+    Unlimited,
+}
+
+impl From<i64> for Stock {
+    fn from(units: i64) -> Stock {
+        Stock::Units(units)
+    }
+}
+
+/// The item key's time to live, set with the item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// `EX seconds`
+    Seconds(i64),
+    /// `PX milliseconds`
+    Milliseconds(i64),
+    /// `EXAT unix-time-seconds`
+    AtUnixSeconds(i64),
+    /// `PXAT unix-time-milliseconds`
+    AtUnixMilliseconds(i64),
+}
+
+/// `SECKILL.INIT key <stock | UNLIMITED> [LIMIT limit] [START start-ms]
+/// [END end-ms] [STREAM stream_key [MAXLEN maxlen]] [EX ... | PXAT ...]
+/// [REPLACE]`
+#[derive(Clone, Debug)]
+pub struct Init {
+    key: Vec<u8>,
+    stock: Stock,
+    limit: Option<i64>,
+    start: Option<i64>,
+    end: Option<i64>,
+    stream: Option<(Vec<u8>, Option<i64>)>,
+    expiry: Option<Expiry>,
+    replace: bool,
+}
+
+impl Init {
+    pub fn new(key: impl Into<Vec<u8>>, stock: impl Into<Stock>) -> Init {
+        Init {
+            key: key.into(),
+            stock: stock.into(),
+            limit: None,
+            start: None,
+            end: None,
+            stream: None,
+            expiry: None,
+            replace: false,
+        }
+    }
+
+    /// Most units one user may hold at once (0: no cap).
+    pub fn limit(mut self, units: i64) -> Init {
+        self.limit = Some(units);
+        self
+    }
+
+    /// The sale window, Unix ms; `None` leaves that side open.
+    pub fn window(mut self, start: Option<i64>, end: Option<i64>) -> Init {
+        self.start = start;
+        self.end = end;
+        self
+    }
+
+    /// The order stream (same hash tag as the item), trimmed to `maxlen`.
+    pub fn stream(mut self, stream_key: impl Into<Vec<u8>>, maxlen: Option<i64>) -> Init {
+        self.stream = Some((stream_key.into(), maxlen));
+        self
+    }
+
+    pub fn expiry(mut self, expiry: Expiry) -> Init {
+        self.expiry = Some(expiry);
+        self
+    }
+
+    /// Starts the item over if it exists.
+    pub fn replace(mut self) -> Init {
+        self.replace = true;
+        self
+    }
+
+    pub fn to_cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("SECKILL.INIT");
+        cmd.arg(&self.key);
+        match self.stock {
+            Stock::Units(units) => cmd.arg(units),
+            Stock::Unlimited => cmd.arg("UNLIMITED"),
+        };
+        if let Some(limit) = self.limit {
+            cmd.arg("LIMIT").arg(limit);
+        }
+        if let Some(start) = self.start {
+            cmd.arg("START").arg(start);
+        }
+        if let Some(end) = self.end {
+            cmd.arg("END").arg(end);
+        }
+        if let Some((stream, maxlen)) = &self.stream {
+            cmd.arg("STREAM").arg(stream);
+            if let Some(maxlen) = maxlen {
+                cmd.arg("MAXLEN").arg(maxlen);
+            }
+        }
+        match self.expiry {
+            None => {}
+            Some(Expiry::Seconds(s)) => {
+                cmd.arg("EX").arg(s);
+            }
+            Some(Expiry::Milliseconds(ms)) => {
+                cmd.arg("PX").arg(ms);
+            }
+            Some(Expiry::AtUnixSeconds(s)) => {
+                cmd.arg("EXAT").arg(s);
+            }
+            Some(Expiry::AtUnixMilliseconds(ms)) => {
+                cmd.arg("PXAT").arg(ms);
+            }
+        }
+        if self.replace {
+            cmd.arg("REPLACE");
+        }
+        cmd
+    }
+}
+
+/// `SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds |
+/// HOLDUNTIL unix-time-milliseconds]`
+#[derive(Clone, Debug)]
+pub struct Deduct {
+    key: Vec<u8>,
+    user: Vec<u8>,
+    qty: i64,
+    request_id: Option<Vec<u8>>,
+    hold: Option<HoldFor>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum HoldFor {
+    Seconds(i64),
+    UntilUnixMs(i64),
+}
+
+impl Deduct {
+    pub fn new(key: impl Into<Vec<u8>>, user: impl Into<Vec<u8>>, qty: i64) -> Deduct {
+        Deduct {
+            key: key.into(),
+            user: user.into(),
+            qty,
+            request_id: None,
+            hold: None,
+        }
+    }
+
+    /// Records the purchase under `request_id`: a retry gets the same
+    /// reply, and the purchase can be refunded.
+    pub fn request_id(mut self, request_id: impl Into<Vec<u8>>) -> Deduct {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// Holds the units for `seconds`, until `CONFIRM` (needs a request id).
+    pub fn hold(mut self, seconds: i64) -> Deduct {
+        self.hold = Some(HoldFor::Seconds(seconds));
+        self
+    }
+
+    /// Holds the units until a Unix time in ms (needs a request id).
+    pub fn hold_until(mut self, unix_ms: i64) -> Deduct {
+        self.hold = Some(HoldFor::UntilUnixMs(unix_ms));
+        self
+    }
+
+    pub fn to_cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("SECKILL.DEDUCT");
+        cmd.arg(&self.key).arg(&self.user).arg(self.qty);
+        if let Some(request_id) = &self.request_id {
+            cmd.arg("ID").arg(request_id);
+        }
+        match self.hold {
+            None => {}
+            Some(HoldFor::Seconds(s)) => {
+                cmd.arg("HOLD").arg(s);
+            }
+            Some(HoldFor::UntilUnixMs(ms)) => {
+                cmd.arg("HOLDUNTIL").arg(ms);
+            }
+        }
+        cmd
+    }
+}
+
+fn keyed<K: ToRedisArgs>(name: &str, key: K) -> Cmd {
+    let mut cmd = redis::cmd(name);
+    cmd.arg(key);
+    cmd
+}
+
+/// `SECKILL.CONFIRM key request_id` → `ConfirmOutcome`
+pub fn confirm<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
+    let mut cmd = keyed("SECKILL.CONFIRM", key);
+    cmd.arg(request_id);
+    cmd
+}
+
+/// `SECKILL.RELEASE key request_id [request_id ...]` → `ItemFigure`
+pub fn release<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_ids: &[I]) -> Cmd {
+    let mut cmd = keyed("SECKILL.RELEASE", key);
+    for request_id in request_ids {
+        cmd.arg(request_id);
+    }
+    cmd
+}
+
+/// `SECKILL.REFUND key request_id` → `ItemFigure`
+pub fn refund<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
+    let mut cmd = keyed("SECKILL.REFUND", key);
+    cmd.arg(request_id);
+    cmd
+}
+
+/// `SECKILL.ADD key qty` → `ItemFigure`
+pub fn add<K: ToRedisArgs>(key: K, qty: i64) -> Cmd {
+    let mut cmd = keyed("SECKILL.ADD", key);
+    cmd.arg(qty);
+    cmd
+}
+
+/// `SECKILL.WINDOW key start-ms end-ms` (0: open on that side) →
+/// `ItemFigure` (`Some(1)`, or `None` without an item)
+pub fn window<K: ToRedisArgs>(key: K, start_ms: i64, end_ms: i64) -> Cmd {
+    let mut cmd = keyed("SECKILL.WINDOW", key);
+    cmd.arg(start_ms).arg(end_ms);
+    cmd
+}
+
+/// `SECKILL.STREAM key [stream_key [MAXLEN maxlen]]`: sets the order
+/// stream, or clears it with `None` → `ItemFigure`
+pub fn stream<K: ToRedisArgs, S: ToRedisArgs>(key: K, stream: Option<(S, Option<i64>)>) -> Cmd {
+    let mut cmd = keyed("SECKILL.STREAM", key);
+    if let Some((stream_key, maxlen)) = stream {
+        cmd.arg(stream_key);
+        if let Some(maxlen) = maxlen {
+            cmd.arg("MAXLEN").arg(maxlen);
+        }
+    }
+    cmd
+}
+
+/// `SECKILL.GET key` → `Option<i64>`
+pub fn get<K: ToRedisArgs>(key: K) -> Cmd {
+    keyed("SECKILL.GET", key)
+}
+
+/// `SECKILL.BOUGHT key user` → `Option<i64>`
+pub fn bought<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: U) -> Cmd {
+    let mut cmd = keyed("SECKILL.BOUGHT", key);
+    cmd.arg(user);
+    cmd
+}
+
+/// `SECKILL.HOLDS key [user]` → `Option<Vec<Hold>>`
+pub fn holds<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: Option<U>) -> Cmd {
+    let mut cmd = keyed("SECKILL.HOLDS", key);
+    if let Some(user) = user {
+        cmd.arg(user);
+    }
+    cmd
+}
+
+/// `SECKILL.INFO key` → `Option<ItemInfo>`
+pub fn info<K: ToRedisArgs>(key: K) -> Cmd {
+    keyed("SECKILL.INFO", key)
+}

@@ -1,0 +1,133 @@
+//! Typed commands and replies of the seckill Redis module, over redis-rs.
+//!
+//! A thin layer over the connection you already have: `SeckillCommands`
+//! adds `seckill_*` methods to every `redis::ConnectionLike` (a plain
+//! connection, a `ClusterConnection`), and, with the `aio` feature,
+//! `AsyncSeckillCommands` to every async one (`MultiplexedConnection`,
+//! `ConnectionManager`, the async cluster connection). For pipelines and
+//! transactions, `command` builds each command and the types of `reply`
+//! decode its reply.
+//!
+//! ```no_run
+//! use seckill_client::{Deduct, Init, Outcome, SeckillCommands};
+//!
+//! let client = redis::Client::open("redis://127.0.0.1/")?;
+//! let mut con = client.get_connection()?;
+//! con.seckill_init(&Init::new("sku:1001", 100).limit(2))?;
+//! let result = con.seckill_deduct(&Deduct::new("sku:1001", "user:7", 1).request_id("order:7-1"))?;
+//! match result.outcome {
+//!     Outcome::Bought => println!("bought; {} left", result.stock.unwrap_or(0)),
+//!     Outcome::SoldOut => println!("sold out"),
+//!     other => println!("refused: {}", other.name()),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod command;
+mod error;
+pub mod reply;
+
+pub use command::{Deduct, Expiry, Init, Stock};
+pub use error::{Error, ErrorKind, Result, SeckillError};
+pub use reply::{
+    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, Outcome, UNLIMITED_STOCK,
+};
+
+use redis::{FromRedisValue, ToRedisArgs};
+
+fn query<T: FromRedisValue>(cmd: redis::Cmd, con: &mut dyn redis::ConnectionLike) -> Result<T> {
+    Ok(cmd.query(con)?)
+}
+
+/// The seckill commands on any synchronous connection.
+pub trait SeckillCommands: redis::ConnectionLike + Sized {
+    /// Creates the item; false if it existed (and was left untouched).
+    fn seckill_init(&mut self, init: &Init) -> Result<bool> {
+        query(init.to_cmd(), self)
+    }
+
+    fn seckill_deduct(&mut self, deduct: &Deduct) -> Result<DeductResult> {
+        query(deduct.to_cmd(), self)
+    }
+
+    fn seckill_confirm<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> Result<ConfirmOutcome> {
+        query(command::confirm(key, request_id), self)
+    }
+
+    /// Holds released; `None` without an item.
+    fn seckill_release<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_ids: &[I],
+    ) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::release(key, request_ids), self).map(|figure| figure.0)
+    }
+
+    /// Units given back (0: unknown or refunded before); `None` without an item.
+    fn seckill_refund<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::refund(key, request_id), self).map(|figure| figure.0)
+    }
+
+    /// The new stock; `None` without an item.
+    fn seckill_add<K: ToRedisArgs>(&mut self, key: K, qty: i64) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::add(key, qty), self).map(|figure| figure.0)
+    }
+
+    /// False without an item.
+    fn seckill_window<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<bool> {
+        query::<ItemFigure>(command::window(key, start_ms, end_ms), self).map(|f| f.0.is_some())
+    }
+
+    /// Sets (or with `None` clears) the order stream; false without an item.
+    fn seckill_stream<K: ToRedisArgs, S: ToRedisArgs>(
+        &mut self,
+        key: K,
+        stream: Option<(S, Option<i64>)>,
+    ) -> Result<bool> {
+        query::<ItemFigure>(command::stream(key, stream), self).map(|f| f.0.is_some())
+    }
+
+    fn seckill_get<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<i64>> {
+        query(command::get(key), self)
+    }
+
+    fn seckill_bought<K: ToRedisArgs, U: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: U,
+    ) -> Result<Option<i64>> {
+        query(command::bought(key, user), self)
+    }
+
+    fn seckill_holds<K: ToRedisArgs, U: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: Option<U>,
+    ) -> Result<Option<Vec<Hold>>> {
+        query(command::holds(key, user), self)
+    }
+
+    fn seckill_info<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<ItemInfo>> {
+        query(command::info(key), self)
+    }
+}
+
+impl<C: redis::ConnectionLike> SeckillCommands for C {}
+
+#[cfg(feature = "aio")]
+mod asynchronous;
+#[cfg(feature = "aio")]
+pub use asynchronous::AsyncSeckillCommands;

@@ -1,0 +1,221 @@
+//! Typed replies. Each implements `FromRedisValue`, so it also decodes the
+//! replies of a pipeline or a transaction, under RESP2 and RESP3 alike.
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+/// The stock an unlimited item reports everywhere: the largest 64-bit
+/// integer.
+pub const UNLIMITED_STOCK: i64 = i64::MAX;
+
+/// What a `SECKILL.DEDUCT` did. A replayed request id gets the very reply
+/// of its first call, on purpose (that is what makes retries safe), so a
+/// replay is not told apart from the first purchase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Sold (or held); the reply was the remaining stock.
+    Bought,
+    /// `-1`: not enough stock for the quantity.
+    SoldOut,
+    /// `-2`: the user would hold more than the item's limit.
+    LimitReached,
+    /// `-3`: no such item (never initialised, expired or deleted).
+    NoItem,
+    /// `-4`: this request id was refunded, or its hold lapsed.
+    Cancelled,
+    /// `-5`: before the sale's start.
+    NotStarted,
+    /// `-6`: at or after the sale's end.
+    Ended,
+}
+
+impl Outcome {
+    /// The outcome of a DEDUCT reply.
+    pub fn of_reply(reply: i64) -> Option<Outcome> {
+        Some(match reply {
+            0.. => Outcome::Bought,
+            -1 => Outcome::SoldOut,
+            -2 => Outcome::LimitReached,
+            -3 => Outcome::NoItem,
+            -4 => Outcome::Cancelled,
+            -5 => Outcome::NotStarted,
+            -6 => Outcome::Ended,
+            _ => return None,
+        })
+    }
+
+    /// The name all seckill client libraries use (`SOLD_OUT`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Bought => "BOUGHT",
+            Outcome::SoldOut => "SOLD_OUT",
+            Outcome::LimitReached => "LIMIT_REACHED",
+            Outcome::NoItem => "NO_ITEM",
+            Outcome::Cancelled => "CANCELLED",
+            Outcome::NotStarted => "NOT_STARTED",
+            Outcome::Ended => "ENDED",
+        }
+    }
+}
+
+/// The reply of `SECKILL.DEDUCT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeductResult {
+    pub outcome: Outcome,
+    /// The remaining stock after the purchase; `None` unless bought.
+    pub stock: Option<i64>,
+}
+
+impl DeductResult {
+    pub fn bought(&self) -> bool {
+        self.outcome == Outcome::Bought
+    }
+}
+
+fn integer(value: &Value) -> Result<i64, ParsingError> {
+    match value {
+        Value::Int(n) => Ok(*n),
+        other => Err(format!("expected an integer reply, got {other:?}").into()),
+    }
+}
+
+impl FromRedisValue for DeductResult {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let reply = integer(&value)?;
+        let outcome = Outcome::of_reply(reply)
+            .ok_or_else(|| ParsingError::from(format!("unknown DEDUCT reply {reply}")))?;
+        Ok(DeductResult {
+            outcome,
+            stock: (outcome == Outcome::Bought).then_some(reply),
+        })
+    }
+}
+
+/// The reply of `SECKILL.CONFIRM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfirmOutcome {
+    /// `1`: the hold is a final purchase now.
+    Confirmed,
+    /// `0`: it was final already (confirmed before, or bought without a hold).
+    AlreadyFinal,
+    /// `-4`: refunded, lapsed, or an unknown id.
+    Cancelled,
+    /// `-3`: no such item.
+    NoItem,
+}
+
+impl FromRedisValue for ConfirmOutcome {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        Ok(match integer(&value)? {
+            1 => ConfirmOutcome::Confirmed,
+            0 => ConfirmOutcome::AlreadyFinal,
+            -4 => ConfirmOutcome::Cancelled,
+            -3 => ConfirmOutcome::NoItem,
+            other => return Err(format!("unknown CONFIRM reply {other}").into()),
+        })
+    }
+}
+
+/// A figure replied by a write to an item (`ADD`'s new stock, `REFUND`'s
+/// units, `RELEASE`'s count), `None` when there was no item (`-3`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemFigure(pub Option<i64>);
+
+impl FromRedisValue for ItemFigure {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let reply = integer(&value)?;
+        Ok(ItemFigure((reply != -3).then_some(reply)))
+    }
+}
+
+/// A pending hold, as `SECKILL.HOLDS` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    pub request_id: String,
+    pub user: String,
+    pub qty: i64,
+    /// Unix milliseconds.
+    pub deadline: i64,
+}
+
+impl FromRedisValue for Hold {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let (request_id, user, qty, deadline) = FromRedisValue::from_redis_value(value)?;
+        Ok(Hold {
+            request_id,
+            user,
+            qty,
+            deadline,
+        })
+    }
+}
+
+/// The counters of one item, as `SECKILL.INFO` replies them (a flat
+/// field/value array under RESP2, a map under RESP3: the same value here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ItemInfo {
+    /// Remaining stock; `UNLIMITED_STOCK` if unlimited.
+    pub stock: i64,
+    pub unlimited: bool,
+    /// Most units one user may hold; 0 = no cap.
+    pub limit: i64,
+    pub initial: i64,
+    pub added: i64,
+    pub sold: i64,
+    pub refunded: i64,
+    pub held: i64,
+    pub holds: i64,
+    pub expired: i64,
+    pub buyers: i64,
+    pub requests: i64,
+    /// Sale window, Unix ms; 0 = open on that side.
+    pub start: i64,
+    pub end: i64,
+    pub stream: Option<String>,
+    pub stream_maxlen: i64,
+}
+
+impl FromRedisValue for ItemInfo {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let pairs: Vec<(Value, Value)> = match value {
+            Value::Map(pairs) => pairs,
+            Value::Array(items) if items.len() % 2 == 0 => {
+                let mut items = items.into_iter();
+                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
+            }
+            other => return Err(format!("expected INFO's fields, got {other:?}").into()),
+        };
+        let mut info = ItemInfo::default();
+        for (field, value) in pairs {
+            let field: String = FromRedisValue::from_redis_value(field)?;
+            if field == "stream" {
+                info.stream = FromRedisValue::from_redis_value(value)?;
+                continue;
+            }
+            let number = integer(&value)?;
+            let slot = match field.as_str() {
+                "stock" => &mut info.stock,
+                "unlimited" => {
+                    info.unlimited = number != 0;
+                    continue;
+                }
+                "limit" => &mut info.limit,
+                "initial" => &mut info.initial,
+                "added" => &mut info.added,
+                "sold" => &mut info.sold,
+                "refunded" => &mut info.refunded,
+                "held" => &mut info.held,
+                "holds" => &mut info.holds,
+                "expired" => &mut info.expired,
+                "buyers" => &mut info.buyers,
+                "requests" => &mut info.requests,
+                "start" => &mut info.start,
+                "end" => &mut info.end,
+                "stream_maxlen" => &mut info.stream_maxlen,
+                // A newer module may add fields: older clients skip them.
+                _ => continue,
+            };
+            *slot = number;
+        }
+        Ok(info)
+    }
+}

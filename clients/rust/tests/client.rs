@@ -1,0 +1,415 @@
+//! The Rust client against a real server with the module, and a real
+//! 3-master cluster: every command, RESP2 and RESP3, pipelines and
+//! transactions, typed errors, and routing without redirections.
+
+use redis::Connection;
+use seckill_client::command;
+use seckill_client::{
+    AsyncSeckillCommands, ConfirmOutcome, Deduct, DeductResult, ErrorKind, Expiry, Hold, Init,
+    ItemFigure, ItemInfo, Outcome, SeckillCommands, Stock, UNLIMITED_STOCK,
+};
+use seckill_harness::cluster::Cluster;
+use seckill_harness::{ok, server_info, Server};
+
+fn connect(server: &Server, resp3: bool) -> Connection {
+    let url = format!(
+        "redis://127.0.0.1:{}/{}",
+        server.port,
+        if resp3 { "?protocol=resp3" } else { "" }
+    );
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+fn now_ms(con: &mut Connection) -> i64 {
+    let time: Vec<i64> = ok(con, &["TIME"]);
+    time[0] * 1000 + time[1] / 1000
+}
+
+/// Every command once, with its typed reply, under either protocol.
+fn every_command(con: &mut Connection) {
+    let key = "{sku:1}";
+    assert!(con
+        .seckill_init(
+            &Init::new(key, 10)
+                .limit(3)
+                .stream("{sku:1}:orders", Some(100))
+        )
+        .unwrap());
+    assert!(
+        !con.seckill_init(&Init::new(key, 99)).unwrap(),
+        "left untouched"
+    );
+
+    let bought = con
+        .seckill_deduct(&Deduct::new(key, "ann", 2).request_id("o1"))
+        .unwrap();
+    assert_eq!(
+        bought,
+        DeductResult {
+            outcome: Outcome::Bought,
+            stock: Some(8)
+        }
+    );
+    assert!(bought.bought());
+    // A retry gets the very same reply.
+    let replay = con
+        .seckill_deduct(&Deduct::new(key, "ann", 2).request_id("o1"))
+        .unwrap();
+    assert_eq!(replay, bought);
+    let limit = con.seckill_deduct(&Deduct::new(key, "ann", 2)).unwrap();
+    assert_eq!((limit.outcome, limit.stock), (Outcome::LimitReached, None));
+    let sold_out = con.seckill_deduct(&Deduct::new(key, "bob", 9)).unwrap();
+    assert_eq!(sold_out.outcome, Outcome::SoldOut);
+    let no_item = con
+        .seckill_deduct(&Deduct::new("{sku:1}:none", "bob", 1))
+        .unwrap();
+    assert_eq!(no_item.outcome, Outcome::NoItem);
+
+    let deadline = now_ms(con) + 600_000;
+    let held = con
+        .seckill_deduct(
+            &Deduct::new(key, "cat", 1)
+                .request_id("h1")
+                .hold_until(deadline),
+        )
+        .unwrap();
+    assert_eq!(held.stock, Some(7));
+    con.seckill_deduct(&Deduct::new(key, "dan", 1).request_id("h2").hold(600))
+        .unwrap();
+    let holds = con.seckill_holds(key, None::<&str>).unwrap().unwrap();
+    assert_eq!(holds.len(), 2);
+    assert_eq!(
+        holds[0],
+        Hold {
+            request_id: "h1".into(),
+            user: "cat".into(),
+            qty: 1,
+            deadline
+        }
+    );
+    let dans = con.seckill_holds(key, Some("dan")).unwrap().unwrap();
+    assert_eq!(dans.len(), 1);
+    assert_eq!(
+        con.seckill_confirm(key, "h1").unwrap(),
+        ConfirmOutcome::Confirmed
+    );
+    assert_eq!(
+        con.seckill_confirm(key, "h1").unwrap(),
+        ConfirmOutcome::AlreadyFinal
+    );
+    assert_eq!(con.seckill_release(key, &["h2", "nope"]).unwrap(), Some(1));
+    assert_eq!(
+        con.seckill_confirm(key, "h2").unwrap(),
+        ConfirmOutcome::Cancelled
+    );
+    let cancelled = con
+        .seckill_deduct(&Deduct::new(key, "dan", 1).request_id("h2").hold(600))
+        .unwrap();
+    assert_eq!(cancelled.outcome, Outcome::Cancelled);
+    assert_eq!(con.seckill_refund(key, "o1").unwrap(), Some(2));
+    assert_eq!(con.seckill_refund(key, "o1").unwrap(), Some(0));
+    assert_eq!(con.seckill_add(key, 5).unwrap(), Some(14));
+    assert_eq!(con.seckill_get(key).unwrap(), Some(14));
+    assert_eq!(con.seckill_bought(key, "cat").unwrap(), Some(1));
+    assert_eq!(con.seckill_bought(key, "zed").unwrap(), Some(0));
+
+    assert!(con.seckill_window(key, 1, 2).unwrap());
+    assert_eq!(
+        con.seckill_deduct(&Deduct::new(key, "eve", 1))
+            .unwrap()
+            .outcome,
+        Outcome::Ended
+    );
+    assert!(con.seckill_window(key, 32_503_680_000_000, 0).unwrap());
+    assert_eq!(
+        con.seckill_deduct(&Deduct::new(key, "eve", 1))
+            .unwrap()
+            .outcome,
+        Outcome::NotStarted
+    );
+    assert!(con.seckill_window(key, 0, 0).unwrap());
+
+    let info = con.seckill_info(key).unwrap().unwrap();
+    assert_eq!(
+        info,
+        ItemInfo {
+            stock: 14,
+            unlimited: false,
+            limit: 3,
+            initial: 10,
+            added: 5,
+            sold: 4,
+            refunded: 2,
+            held: 0,
+            holds: 0,
+            expired: 1,
+            buyers: 1,
+            requests: 3,
+            start: 0,
+            end: 0,
+            stream: Some("{sku:1}:orders".into()),
+            stream_maxlen: 100,
+        }
+    );
+    assert!(con
+        .seckill_stream(key, None::<(&str, Option<i64>)>)
+        .unwrap());
+    assert_eq!(con.seckill_info(key).unwrap().unwrap().stream, None);
+    assert!(con
+        .seckill_stream(key, Some(("{sku:1}:orders", None)))
+        .unwrap());
+
+    // No item: None or false everywhere, as the server says nil or -3.
+    let none = "{sku:1}:none";
+    assert_eq!(con.seckill_get(none).unwrap(), None);
+    assert_eq!(con.seckill_bought(none, "ann").unwrap(), None);
+    assert_eq!(con.seckill_holds(none, None::<&str>).unwrap(), None);
+    assert_eq!(con.seckill_info(none).unwrap(), None);
+    assert_eq!(con.seckill_add(none, 1).unwrap(), None);
+    assert_eq!(con.seckill_refund(none, "o").unwrap(), None);
+    assert_eq!(con.seckill_release(none, &["o"]).unwrap(), None);
+    assert_eq!(
+        con.seckill_confirm(none, "o").unwrap(),
+        ConfirmOutcome::NoItem
+    );
+    assert!(!con.seckill_window(none, 0, 0).unwrap());
+    assert!(!con
+        .seckill_stream(none, None::<(&str, Option<i64>)>)
+        .unwrap());
+
+    // Unlimited stock and an expiry.
+    assert!(con
+        .seckill_init(
+            &Init::new("{sku:1}:free", Stock::Unlimited)
+                .expiry(Expiry::Seconds(600))
+                .replace()
+        )
+        .unwrap());
+    let free = con.seckill_info("{sku:1}:free").unwrap().unwrap();
+    assert!(free.unlimited);
+    assert_eq!(free.stock, UNLIMITED_STOCK);
+    let ttl: i64 = ok(con, &["TTL", "{sku:1}:free"]);
+    assert!(ttl > 0 && ttl <= 600);
+}
+
+#[test]
+fn every_command_has_a_typed_reply_under_resp2_and_resp3() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        every_command(&mut con);
+    }
+}
+
+#[test]
+fn pipelines_and_transactions_decode_each_reply() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        for atomic in [false, true] {
+            let key = format!("sku:{atomic}");
+            let mut pipe = redis::pipe();
+            if atomic {
+                pipe.atomic();
+            }
+            pipe.add_command(Init::new(key.as_str(), 1).to_cmd())
+                .add_command(
+                    Deduct::new(key.as_str(), "ann", 1)
+                        .request_id("o1")
+                        .to_cmd(),
+                )
+                .add_command(Deduct::new(key.as_str(), "bob", 1).to_cmd())
+                .add_command(command::add(&key, 2))
+                .add_command(command::info(&key))
+                .add_command(command::confirm(&key, "o1"));
+            let (created, ann, bob, added, info, confirmed): (
+                bool,
+                DeductResult,
+                DeductResult,
+                ItemFigure,
+                Option<ItemInfo>,
+                ConfirmOutcome,
+            ) = pipe.query(&mut con).unwrap();
+            assert!(created);
+            assert_eq!(ann.stock, Some(0));
+            assert_eq!(bob.outcome, Outcome::SoldOut);
+            assert_eq!(added, ItemFigure(Some(2)));
+            assert_eq!(info.unwrap().sold, 1);
+            assert_eq!(confirmed, ConfirmOutcome::AlreadyFinal);
+        }
+    }
+}
+
+#[test]
+fn module_errors_are_typed_with_the_same_message_everywhere() {
+    let server = Server::start();
+    let mut con = connect(&server, false);
+    con.seckill_init(&Init::new("k", 10)).unwrap();
+    con.seckill_deduct(&Deduct::new("k", "ann", 1).request_id("o1"))
+        .unwrap();
+
+    let conflict = con
+        .seckill_deduct(&Deduct::new("k", "bob", 1).request_id("o1"))
+        .unwrap_err();
+    let conflict = conflict.seckill().expect("a module error");
+    assert_eq!(conflict.kind, ErrorKind::RequestIdConflict);
+    assert_eq!(conflict.code, "ERR");
+    assert_eq!(
+        conflict.message,
+        "request id was already used by another user or for another quantity"
+    );
+    assert!(!conflict.retryable());
+
+    let hold = con
+        .seckill_deduct(&Deduct::new("k", "ann", 1).hold(5))
+        .unwrap_err();
+    assert_eq!(hold.kind(), Some(ErrorKind::InvalidArgument));
+    assert_eq!(hold.seckill().unwrap().message, "HOLD requires ID");
+
+    ok::<String>(&mut con, &["SET", "plain", "x"]);
+    let wrong = con.seckill_get("plain").unwrap_err();
+    assert_eq!(wrong.kind(), Some(ErrorKind::WrongType));
+    assert_eq!(wrong.seckill().unwrap().code, "WRONGTYPE");
+
+    // The order stream key came to hold a string: the sale is refused.
+    con.seckill_init(&Init::new("{s}", 1).stream("{s}:orders", None))
+        .unwrap();
+    ok::<String>(&mut con, &["SET", "{s}:orders", "x"]);
+    let stream = con
+        .seckill_deduct(&Deduct::new("{s}", "ann", 1))
+        .unwrap_err();
+    assert_eq!(stream.kind(), Some(ErrorKind::OrderStream));
+    assert_eq!(stream.seckill().unwrap().code, "WRONGTYPE");
+
+    // An ACL user that may not write the stream key.
+    ok::<String>(
+        &mut con,
+        &["ACL", "SETUSER", "app", "on", "nopass", "~sku:*", "+@all"],
+    );
+    ok::<String>(&mut con, &["AUTH", "app", "x"]);
+    let denied = con
+        .seckill_init(&Init::new("sku:9", 1).stream("orders:9", None))
+        .unwrap_err();
+    assert_eq!(denied.kind(), Some(ErrorKind::NoPermission));
+
+    // Not the module's: a transport or server-state error stays redis's.
+    let mut other = connect(&server, false);
+    ok::<String>(&mut other, &["CONFIG", "SET", "maxmemory", "1"]);
+    let oom = other.seckill_init(&Init::new("big", 1)).unwrap_err();
+    ok::<String>(&mut other, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert!(oom.seckill().is_none(), "{oom}");
+}
+
+fn moved_count(cluster: &Cluster) -> i64 {
+    cluster
+        .live()
+        .map(|node| {
+            let mut con = node.client();
+            server_info(&mut con, "errorstats", "errorstat_MOVED")
+                .and_then(|stat| stat.strip_prefix("count=")?.parse().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn cluster_calls_reach_the_owner_without_a_redirection() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    for n in 0..100 {
+        con.seckill_init(&Init::new(format!("sku:{n}"), 1_000))
+            .unwrap();
+    }
+    let before = moved_count(&cluster);
+    for call in 0..1_000 {
+        let key = format!("sku:{}", call % 100);
+        let result = con
+            .seckill_deduct(&Deduct::new(key.as_str(), format!("u{call}"), 1))
+            .unwrap();
+        assert!(result.bought());
+    }
+    assert_eq!(moved_count(&cluster), before, "MOVED replies");
+    let left: i64 = (0..100)
+        .map(|n| con.seckill_get(format!("sku:{n}")).unwrap().unwrap())
+        .sum();
+    assert_eq!(left, 100 * 1_000 - 1_000);
+
+    // The async cluster connection, the same way.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let nodes: Vec<String> = cluster
+            .live()
+            .map(|node| format!("redis://127.0.0.1:{}", node.port))
+            .collect();
+        let client = redis::cluster::ClusterClient::new(nodes).unwrap();
+        let mut con = client.get_async_connection().await.unwrap();
+        con.seckill_get("sku:0").await.unwrap();
+        let before = moved_count(&cluster);
+        for call in 0..1_000 {
+            let key = format!("sku:{}", call % 100);
+            let result = con
+                .seckill_deduct(&Deduct::new(key.as_str(), format!("a{call}"), 1))
+                .await
+                .unwrap();
+            assert!(result.bought());
+        }
+        assert_eq!(moved_count(&cluster), before, "MOVED replies (async)");
+    });
+}
+
+#[test]
+fn async_connections_have_the_same_commands() {
+    let server = Server::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        assert!(con.seckill_init(&Init::new("k", 2).limit(1)).await.unwrap());
+        let first = con
+            .seckill_deduct(&Deduct::new("k", "ann", 1).request_id("o1").hold(60))
+            .await
+            .unwrap();
+        assert_eq!(first.stock, Some(1));
+        let again = con
+            .seckill_deduct(&Deduct::new("k", "ann", 1))
+            .await
+            .unwrap();
+        assert_eq!(again.outcome, Outcome::LimitReached);
+        assert_eq!(
+            con.seckill_holds("k", None::<&str>)
+                .await
+                .unwrap()
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            con.seckill_confirm("k", "o1").await.unwrap(),
+            ConfirmOutcome::Confirmed
+        );
+        assert_eq!(con.seckill_refund("k", "o1").await.unwrap(), Some(1));
+        assert_eq!(con.seckill_release("k", &["o1"]).await.unwrap(), Some(0));
+        assert_eq!(con.seckill_add("k", 1).await.unwrap(), Some(3));
+        assert!(con.seckill_window("k", 0, 0).await.unwrap());
+        assert!(con
+            .seckill_stream("k", None::<(&str, Option<i64>)>)
+            .await
+            .unwrap());
+        assert_eq!(con.seckill_get("k").await.unwrap(), Some(3));
+        assert_eq!(con.seckill_bought("k", "ann").await.unwrap(), Some(0));
+        assert_eq!(con.seckill_info("k").await.unwrap().unwrap().refunded, 1);
+        let conflict = con
+            .seckill_deduct(&Deduct::new("k", "bob", 1).request_id("o1"))
+            .await
+            .unwrap_err();
+        assert_eq!(conflict.kind(), Some(ErrorKind::RequestIdConflict));
+    });
+}

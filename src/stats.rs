@@ -1,0 +1,118 @@
+//! Module-wide counters since the server started, shown by `INFO seckill`.
+//!
+//! Every counter is written on the main thread only (commands, the
+//! sweep's timer), so a bump is a plain load and store: no locked
+//! instruction on a purchase's hot path. INFO reads them on the same
+//! thread.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub const fn new() -> Counter {
+        Counter(AtomicU64::new(0))
+    }
+
+    pub fn add(&self, amount: u64) {
+        self.0
+            .store(self.0.load(Relaxed).wrapping_add(amount), Relaxed);
+    }
+
+    pub fn bump(&self) {
+        self.add(1);
+    }
+
+    /// Keeps the larger of the current value and `value`.
+    pub fn raise_to(&self, value: u64) {
+        if value > self.get() {
+            self.0.store(value, Relaxed);
+        }
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Calls of each command, in the order of the command table.
+pub struct Calls(pub [Counter; COMMANDS]);
+
+pub const COMMANDS: usize = 13;
+
+pub static CALLS: Calls = Calls([const { Counter::new() }; COMMANDS]);
+
+pub static UNITS_SOLD: Counter = Counter::new();
+pub static UNITS_REFUNDED: Counter = Counter::new();
+pub static UNITS_ADDED: Counter = Counter::new();
+
+// DEDUCT calls that sold nothing, by the reason in their reply.
+pub static REFUSED_SOLD_OUT: Counter = Counter::new();
+pub static REFUSED_LIMIT: Counter = Counter::new();
+pub static REFUSED_NO_ITEM: Counter = Counter::new();
+pub static REFUSED_CANCELLED: Counter = Counter::new();
+pub static REFUSED_NOT_STARTED: Counter = Counter::new();
+pub static REFUSED_ENDED: Counter = Counter::new();
+
+pub static HOLDS_PLACED: Counter = Counter::new();
+pub static HOLDS_CONFIRMED: Counter = Counter::new();
+/// Released by their deadline or by `RELEASE`; refunded holds are not.
+pub static HOLDS_LAPSED: Counter = Counter::new();
+
+/// Timer steps that released holds, and the longest of them.
+pub static SWEEP_RUNS: Counter = Counter::new();
+pub static SWEEP_LONGEST_STEP_US: Counter = Counter::new();
+
+pub static ORDER_EVENTS: Counter = Counter::new();
+
+/// Counts a DEDUCT reply: a refusal by its reason. (Sold units are counted
+/// where the sale is applied, so that a replayed reply counts nothing.)
+pub fn count_deduct_reply(reply: i64) {
+    let refusal = match reply {
+        -1 => &REFUSED_SOLD_OUT,
+        -2 => &REFUSED_LIMIT,
+        -3 => &REFUSED_NO_ITEM,
+        -4 => &REFUSED_CANCELLED,
+        -5 => &REFUSED_NOT_STARTED,
+        -6 => &REFUSED_ENDED,
+        _ => return,
+    };
+    refusal.bump();
+}
+
+/// One `INFO` field: its name (Redis prefixes it with `seckill_`) and value.
+pub type Field = (String, u64);
+
+/// The fields of `INFO seckill`, in the order shown. `commands` are the
+/// command names in table order, `items_with_holds` the sweep's registry.
+pub fn fields(commands: &[&str], items_with_holds: usize) -> Vec<Field> {
+    let mut fields: Vec<Field> = commands
+        .iter()
+        .zip(&CALLS.0)
+        .map(|(name, calls)| (format!("{name}_calls"), calls.get()))
+        .collect();
+    let named: [(&str, &Counter); 15] = [
+        ("units_sold", &UNITS_SOLD),
+        ("units_refunded", &UNITS_REFUNDED),
+        ("units_added", &UNITS_ADDED),
+        ("refused_sold_out", &REFUSED_SOLD_OUT),
+        ("refused_limit", &REFUSED_LIMIT),
+        ("refused_no_item", &REFUSED_NO_ITEM),
+        ("refused_cancelled", &REFUSED_CANCELLED),
+        ("refused_not_started", &REFUSED_NOT_STARTED),
+        ("refused_ended", &REFUSED_ENDED),
+        ("holds_placed", &HOLDS_PLACED),
+        ("holds_confirmed", &HOLDS_CONFIRMED),
+        ("holds_lapsed", &HOLDS_LAPSED),
+        ("sweep_runs", &SWEEP_RUNS),
+        ("sweep_longest_step_us", &SWEEP_LONGEST_STEP_US),
+        ("order_events_appended", &ORDER_EVENTS),
+    ];
+    fields.extend(
+        named
+            .iter()
+            .map(|(name, counter)| (name.to_string(), counter.get())),
+    );
+    fields.push(("items_with_pending_holds".into(), items_with_holds as u64));
+    fields
+}
