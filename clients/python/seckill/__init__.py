@@ -1,0 +1,221 @@
+"""Python client for seckill, the Redis module for flash-sale inventory.
+
+``Seckill(r)`` wraps a ``redis.Redis``, a ``redis.RedisCluster`` or a pipeline of either; the
+asyncio twin is ``seckill.asyncio.Seckill``. Every SECKILL.* command is a method that returns a
+typed value and raises a typed ``SeckillError`` subclass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.client
+import redis.cluster
+from redis.exceptions import ResponseError
+
+from . import commands
+from .commands import Key
+from .errors import (
+    ErrorKind,
+    InvalidArgumentError,
+    ItemFullError,
+    NoPermissionError,
+    OrderStreamError,
+    RequestIdConflictError,
+    SeckillError,
+    WrongTypeError,
+    typed_error,
+)
+from .pipelines import QueuedCommands
+from .replies import register_response_callbacks
+from .values import (
+    UNLIMITED,
+    UNLIMITED_STOCK,
+    ConfirmOutcome,
+    DeductResult,
+    Hold,
+    ItemInfo,
+    Outcome,
+)
+
+__all__ = [
+    "Seckill",
+    "UNLIMITED",
+    "UNLIMITED_STOCK",
+    "Outcome",
+    "ConfirmOutcome",
+    "DeductResult",
+    "Hold",
+    "ItemInfo",
+    "ErrorKind",
+    "SeckillError",
+    "RequestIdConflictError",
+    "OrderStreamError",
+    "ItemFullError",
+    "WrongTypeError",
+    "NoPermissionError",
+    "InvalidArgumentError",
+]
+
+_PIPELINES = (redis.client.Pipeline, redis.cluster.ClusterPipeline)
+_ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
+
+
+class Seckill:
+    """The SECKILL.* commands on an existing redis-py client or pipeline.
+
+    It never opens a connection: every call goes through ``client.execute_command``, so the
+    client's connection pool, retries, protocol and cluster routing apply as they are.
+
+    Wrapping registers response callbacks for the SECKILL.* commands on the client (a pipeline
+    shares them with the client it came from), so redis-py itself decodes the replies, in
+    pipelines and transactions too: after that, ``client.execute_command("SECKILL.INFO", key)``
+    returns an ``ItemInfo`` as well.
+
+    On a pipeline, each method queues its command and returns the pipeline; run the pipeline
+    with ``Seckill.execute()`` to get the typed values and typed errors in order (the pipeline's
+    own ``execute()`` gives the same typed values, but redis-py leaves error replies as plain
+    ``ResponseError`` there).
+    """
+
+    def __init__(self, client: Any) -> None:
+        if isinstance(client, _ASYNC_CLIENTS):
+            raise TypeError("this is an asyncio client: wrap it with seckill.asyncio.Seckill")
+        if not callable(getattr(client, "execute_command", None)):
+            raise TypeError(f"expected a redis-py client or pipeline, got {type(client).__name__}")
+        register_response_callbacks(client)
+        self._client = client
+        self._queued = QueuedCommands() if isinstance(client, _PIPELINES) else None
+
+    @property
+    def client(self) -> Any:
+        """The wrapped client or pipeline."""
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"Seckill({self._client!r})"
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        queued = self._queued
+        if queued is not None:
+            length = len(self._client)
+            queued.before_queue(length)
+        try:
+            reply = self._client.execute_command(*args)
+        except ResponseError as error:
+            typed = typed_error(error)
+            if typed is None:
+                raise
+            raise typed from None
+        if queued is not None:
+            queued.after_queue(length, len(self._client))
+        return reply
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
+
+        With ``raise_on_error`` (the default) the first error is raised, as redis-py does.
+        """
+        if self._queued is None:
+            raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
+        positions = self._queued.take(len(self._client))
+        results = self._client.execute(raise_on_error=False)
+        return QueuedCommands.typed_results(results, positions, raise_on_error)
+
+    def init(
+        self,
+        key: Key,
+        stock: int | str,
+        *,
+        limit: int | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        stream: Key | None = None,
+        maxlen: int | None = None,
+        ex: int | None = None,
+        px: int | None = None,
+        exat: int | None = None,
+        pxat: int | None = None,
+        replace: bool = False,
+    ) -> bool:
+        """SECKILL.INIT: True if the item was created (or replaced), False if it existed.
+
+        ``stock`` is an int or ``UNLIMITED``; ``start``/``end``/``pxat`` are Unix ms.
+        """
+        return self._call(
+            commands.init(
+                key,
+                stock,
+                limit=limit,
+                start=start,
+                end=end,
+                stream=stream,
+                maxlen=maxlen,
+                ex=ex,
+                px=px,
+                exat=exat,
+                pxat=pxat,
+                replace=replace,
+            )
+        )
+
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+    ) -> DeductResult:
+        """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units.
+
+        A retried ``request_id`` gets the very same result as its first call and changes nothing.
+        """
+        return self._call(
+            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until)
+        )
+
+    def confirm(self, key: Key, request_id: Key) -> ConfirmOutcome:
+        """SECKILL.CONFIRM: make a pending hold final."""
+        return self._call(commands.confirm(key, request_id))
+
+    def release(self, key: Key, *request_ids: Key) -> int | None:
+        """SECKILL.RELEASE: let pending holds lapse now; how many were released, None if no item."""
+        return self._call(commands.release(key, request_ids))
+
+    def refund(self, key: Key, request_id: Key) -> int | None:
+        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
+        return self._call(commands.refund(key, request_id))
+
+    def add(self, key: Key, qty: int) -> int | None:
+        """SECKILL.ADD: the new stock, None if no item."""
+        return self._call(commands.add(key, qty))
+
+    def window(self, key: Key, start: int | None, end: int | None) -> bool | None:
+        """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
+        return self._call(commands.window(key, start, end))
+
+    def stream(self, key: Key, stream_key: Key | None = None, *, maxlen: int | None = None) -> bool | None:
+        """SECKILL.STREAM: set the order stream, or clear it without ``stream_key``; None if no item."""
+        return self._call(commands.stream(key, stream_key, maxlen))
+
+    def get(self, key: Key) -> int | None:
+        """SECKILL.GET: the remaining stock, None if no item."""
+        return self._call(commands.get(key))
+
+    def bought(self, key: Key, user: Key) -> int | None:
+        """SECKILL.BOUGHT: the units ``user`` holds now, None if no item."""
+        return self._call(commands.bought(key, user))
+
+    def holds(self, key: Key, user: Key | None = None) -> list[Hold] | None:
+        """SECKILL.HOLDS: pending holds, earliest deadline first; None if no item."""
+        return self._call(commands.holds(key, user))
+
+    def info(self, key: Key) -> ItemInfo | None:
+        """SECKILL.INFO: the item's counters, None if no item."""
+        return self._call(commands.info(key))

@@ -1,0 +1,179 @@
+"""The asyncio twin of ``seckill.Seckill``, for ``redis.asyncio`` clients and pipelines.
+
+On a client, each method returns an awaitable of the typed value. On a pipeline, each method
+queues its command at once and returns the pipeline (awaiting it is optional, as in redis-py);
+``await Seckill.execute()`` runs the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.client
+import redis.asyncio.cluster
+from redis.exceptions import ResponseError
+
+from . import commands
+from .commands import Key
+from .errors import typed_error
+from .pipelines import QueuedCommands
+from .replies import register_response_callbacks
+from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo
+
+__all__ = ["Seckill"]
+
+_PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
+_ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
+
+
+async def _typed_errors(reply: Awaitable[Any]) -> Any:
+    try:
+        return await reply
+    except ResponseError as error:
+        typed = typed_error(error)
+        if typed is None:
+            raise
+        raise typed from None
+
+
+class Seckill:
+    """The SECKILL.* commands on an existing ``redis.asyncio`` client or pipeline.
+
+    It never opens a connection. Wrapping registers response callbacks for the SECKILL.*
+    commands on the client, so redis-py decodes the replies itself (see ``seckill.Seckill``).
+    """
+
+    def __init__(self, client: Any) -> None:
+        if not isinstance(client, _ASYNC_CLIENTS):
+            if isinstance(client, (redis.Redis, redis.RedisCluster)):
+                raise TypeError("this is a sync client: wrap it with seckill.Seckill")
+            if not callable(getattr(client, "execute_command", None)):
+                raise TypeError(f"expected a redis.asyncio client or pipeline, got {type(client).__name__}")
+        register_response_callbacks(client)
+        self._client = client
+        self._queued = QueuedCommands() if isinstance(client, _PIPELINES) else None
+
+    @property
+    def client(self) -> Any:
+        """The wrapped client or pipeline."""
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"seckill.asyncio.Seckill({self._client!r})"
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        queued = self._queued
+        if queued is None:
+            return _typed_errors(self._client.execute_command(*args))
+        length = len(self._client)
+        queued.before_queue(length)
+        reply = self._client.execute_command(*args)
+        queued.after_queue(length, len(self._client))
+        if reply is self._client:
+            return reply
+        return _typed_errors(reply)  # run at once: a pipeline watching keys
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
+
+        With ``raise_on_error`` (the default) the first error is raised, as redis-py does.
+        """
+        if self._queued is None:
+            raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
+        positions = self._queued.take(len(self._client))
+        results = await self._client.execute(raise_on_error=False)
+        return QueuedCommands.typed_results(results, positions, raise_on_error)
+
+    def init(
+        self,
+        key: Key,
+        stock: int | str,
+        *,
+        limit: int | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        stream: Key | None = None,
+        maxlen: int | None = None,
+        ex: int | None = None,
+        px: int | None = None,
+        exat: int | None = None,
+        pxat: int | None = None,
+        replace: bool = False,
+    ) -> Awaitable[bool]:
+        """SECKILL.INIT: True if the item was created (or replaced), False if it existed."""
+        return self._call(
+            commands.init(
+                key,
+                stock,
+                limit=limit,
+                start=start,
+                end=end,
+                stream=stream,
+                maxlen=maxlen,
+                ex=ex,
+                px=px,
+                exat=exat,
+                pxat=pxat,
+                replace=replace,
+            )
+        )
+
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+    ) -> Awaitable[DeductResult]:
+        """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units."""
+        return self._call(
+            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until)
+        )
+
+    def confirm(self, key: Key, request_id: Key) -> Awaitable[ConfirmOutcome]:
+        """SECKILL.CONFIRM: make a pending hold final."""
+        return self._call(commands.confirm(key, request_id))
+
+    def release(self, key: Key, *request_ids: Key) -> Awaitable[int | None]:
+        """SECKILL.RELEASE: let pending holds lapse now; how many were released, None if no item."""
+        return self._call(commands.release(key, request_ids))
+
+    def refund(self, key: Key, request_id: Key) -> Awaitable[int | None]:
+        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
+        return self._call(commands.refund(key, request_id))
+
+    def add(self, key: Key, qty: int) -> Awaitable[int | None]:
+        """SECKILL.ADD: the new stock, None if no item."""
+        return self._call(commands.add(key, qty))
+
+    def window(self, key: Key, start: int | None, end: int | None) -> Awaitable[bool | None]:
+        """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
+        return self._call(commands.window(key, start, end))
+
+    def stream(
+        self, key: Key, stream_key: Key | None = None, *, maxlen: int | None = None
+    ) -> Awaitable[bool | None]:
+        """SECKILL.STREAM: set the order stream, or clear it without ``stream_key``; None if no item."""
+        return self._call(commands.stream(key, stream_key, maxlen))
+
+    def get(self, key: Key) -> Awaitable[int | None]:
+        """SECKILL.GET: the remaining stock, None if no item."""
+        return self._call(commands.get(key))
+
+    def bought(self, key: Key, user: Key) -> Awaitable[int | None]:
+        """SECKILL.BOUGHT: the units ``user`` holds now, None if no item."""
+        return self._call(commands.bought(key, user))
+
+    def holds(self, key: Key, user: Key | None = None) -> Awaitable[list[Hold] | None]:
+        """SECKILL.HOLDS: pending holds, earliest deadline first; None if no item."""
+        return self._call(commands.holds(key, user))
+
+    def info(self, key: Key) -> Awaitable[ItemInfo | None]:
+        """SECKILL.INFO: the item's counters, None if no item."""
+        return self._call(commands.info(key))

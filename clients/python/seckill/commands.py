@@ -1,0 +1,137 @@
+"""The arguments of each SECKILL.* command, built from Python values (shared by both clients).
+
+Only types are checked here: numbers must be ``int`` and are sent as decimal strings. Every rule
+about values (ranges, option combinations, id lengths) is the server's, which answers with an
+error that becomes a typed SeckillError.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from .values import UNLIMITED
+
+__all__ = ["Arg", "Key"]
+
+#: A key, user id, request id or stream key: bytes are sent as they are, str as UTF-8.
+Key = Union[str, bytes]
+Arg = Union[str, bytes]
+Args = tuple[Arg, ...]
+
+
+def _number(name: str, value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return str(value)
+
+
+def _key(name: str, value: object) -> Arg:
+    if not isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
+    return value
+
+
+def _option(args: list[Arg], keyword: str, name: str, value: int | None) -> None:
+    if value is not None:
+        args += (keyword, _number(name, value))
+
+
+def init(
+    key: Key,
+    stock: int | str,
+    *,
+    limit: int | None,
+    start: int | None,
+    end: int | None,
+    stream: Key | None,
+    maxlen: int | None,
+    ex: int | None,
+    px: int | None,
+    exat: int | None,
+    pxat: int | None,
+    replace: bool,
+) -> Args:
+    if isinstance(stock, str) and stock.upper() == UNLIMITED:
+        stock_arg = UNLIMITED
+    elif isinstance(stock, str):
+        raise TypeError(f"stock must be an int or {UNLIMITED!r}, not {stock!r}")
+    else:
+        stock_arg = _number("stock", stock)
+    args: list[Arg] = ["SECKILL.INIT", _key("key", key), stock_arg]
+    _option(args, "LIMIT", "limit", limit)
+    _option(args, "START", "start", start)
+    _option(args, "END", "end", end)
+    if stream is not None:
+        args += ("STREAM", _key("stream", stream))
+    _option(args, "MAXLEN", "maxlen", maxlen)
+    _option(args, "EX", "ex", ex)
+    _option(args, "PX", "px", px)
+    _option(args, "EXAT", "exat", exat)
+    _option(args, "PXAT", "pxat", pxat)
+    if replace:
+        args.append("REPLACE")
+    return tuple(args)
+
+
+def deduct(
+    key: Key, user: Key, qty: int, *, request_id: Key | None, hold: int | None, hold_until: int | None
+) -> Args:
+    args: list[Arg] = ["SECKILL.DEDUCT", _key("key", key), _key("user", user), _number("qty", qty)]
+    if request_id is not None:
+        args += ("ID", _key("request_id", request_id))
+    _option(args, "HOLD", "hold", hold)
+    _option(args, "HOLDUNTIL", "hold_until", hold_until)
+    return tuple(args)
+
+
+def confirm(key: Key, request_id: Key) -> Args:
+    return ("SECKILL.CONFIRM", _key("key", key), _key("request_id", request_id))
+
+
+def release(key: Key, request_ids: tuple[Key, ...]) -> Args:
+    return ("SECKILL.RELEASE", _key("key", key), *(_key("request_id", r) for r in request_ids))
+
+
+def refund(key: Key, request_id: Key) -> Args:
+    return ("SECKILL.REFUND", _key("key", key), _key("request_id", request_id))
+
+
+def add(key: Key, qty: int) -> Args:
+    return ("SECKILL.ADD", _key("key", key), _number("qty", qty))
+
+
+def window(key: Key, start: int | None, end: int | None) -> Args:
+    return (
+        "SECKILL.WINDOW",
+        _key("key", key),
+        _number("start", 0 if start is None else start),
+        _number("end", 0 if end is None else end),
+    )
+
+
+def stream(key: Key, stream_key: Key | None, maxlen: int | None) -> Args:
+    if stream_key is None:
+        if maxlen is not None:
+            raise ValueError("maxlen needs a stream_key (without one, SECKILL.STREAM clears the stream)")
+        return ("SECKILL.STREAM", _key("key", key))
+    args: list[Arg] = ["SECKILL.STREAM", _key("key", key), _key("stream_key", stream_key)]
+    _option(args, "MAXLEN", "maxlen", maxlen)
+    return tuple(args)
+
+
+def get(key: Key) -> Args:
+    return ("SECKILL.GET", _key("key", key))
+
+
+def bought(key: Key, user: Key) -> Args:
+    return ("SECKILL.BOUGHT", _key("key", key), _key("user", user))
+
+
+def holds(key: Key, user: Key | None) -> Args:
+    if user is None:
+        return ("SECKILL.HOLDS", _key("key", key))
+    return ("SECKILL.HOLDS", _key("key", key), _key("user", user))
+
+
+def info(key: Key) -> Args:
+    return ("SECKILL.INFO", _key("key", key))

@@ -1,0 +1,150 @@
+"""Turning the server's replies to SECKILL.* commands into typed values.
+
+The functions here are registered as redis-py response callbacks, so redis-py itself decodes the
+replies: for direct calls, pipelines and transactions, standalone and cluster, RESP2 and RESP3.
+Each one accepts a value it produced already (so decoding twice changes nothing) and, where
+redis-py hands an error reply to a callback (its cluster pipelines do), returns the typed error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .errors import typed_error
+from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo
+
+__all__ = ["RESPONSE_CALLBACKS", "register_response_callbacks"]
+
+_NO_ITEM = -3
+
+_INFO_INTS = (
+    "stock",
+    "limit",
+    "initial",
+    "added",
+    "sold",
+    "refunded",
+    "held",
+    "holds",
+    "expired",
+    "buyers",
+    "requests",
+    "start",
+    "end",
+    "stream_maxlen",
+)
+
+
+def _str_if_utf8(value: str | bytes) -> str | bytes:
+    """A user id, request id or key as str when it is UTF-8, else as the bytes the server sent."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    return value
+
+
+def _passing_errors(decode: Callable[[Any], Any]) -> Callable[..., Any]:
+    def callback(reply: Any, **options: Any) -> Any:
+        if isinstance(reply, BaseException):
+            return typed_error(reply) or reply
+        return decode(reply)
+
+    callback.__name__ = callback.__qualname__ = decode.__name__
+    callback.__doc__ = decode.__doc__
+    return callback
+
+
+def flag(reply: Any) -> bool:
+    """INIT: True created or replaced, False the item existed."""
+    return bool(reply)
+
+
+def deduct_result(reply: Any) -> DeductResult:
+    if isinstance(reply, DeductResult):
+        return reply
+    return DeductResult.from_reply(int(reply))
+
+
+def confirm_outcome(reply: Any) -> ConfirmOutcome:
+    if isinstance(reply, ConfirmOutcome):
+        return reply
+    return ConfirmOutcome(int(reply))
+
+
+def count_or_none(reply: Any) -> int | None:
+    """RELEASE, REFUND, ADD: the count, or None when there is no item (-3)."""
+    if reply is None or reply == _NO_ITEM:
+        return None
+    return int(reply)
+
+
+def true_or_none(reply: Any) -> bool | None:
+    """WINDOW, STREAM: True, or None when there is no item (-3)."""
+    if reply is None or reply == _NO_ITEM:
+        return None
+    return True
+
+
+def int_or_none(reply: Any) -> int | None:
+    """GET, BOUGHT: the integer, or None when there is no item (nil)."""
+    return None if reply is None else int(reply)
+
+
+def holds(reply: Any) -> list[Hold] | None:
+    if reply is None:
+        return None
+    return [
+        hold if isinstance(hold, Hold) else Hold(_str_if_utf8(hold[0]), _str_if_utf8(hold[1]), int(hold[2]), int(hold[3]))
+        for hold in reply
+    ]
+
+
+def item_info(reply: Any) -> ItemInfo | None:
+    if reply is None or isinstance(reply, ItemInfo):
+        return reply
+    fields: Mapping[Any, Any]
+    if isinstance(reply, Mapping):  # RESP3: a map
+        fields = reply
+    else:  # RESP2: field, value, field, value, ...
+        pairs: Sequence[Any] = reply
+        fields = dict(zip(pairs[0::2], pairs[1::2]))
+    by_name = {_str_if_utf8(name): value for name, value in fields.items()}
+    stream = by_name["stream"]
+    return ItemInfo(
+        unlimited=bool(by_name["unlimited"]),
+        stream=None if stream is None else _str_if_utf8(stream),
+        **{name: int(by_name[name]) for name in _INFO_INTS},
+    )
+
+
+RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
+    "SECKILL.INIT": _passing_errors(flag),
+    "SECKILL.DEDUCT": _passing_errors(deduct_result),
+    "SECKILL.CONFIRM": _passing_errors(confirm_outcome),
+    "SECKILL.RELEASE": _passing_errors(count_or_none),
+    "SECKILL.REFUND": _passing_errors(count_or_none),
+    "SECKILL.ADD": _passing_errors(count_or_none),
+    "SECKILL.WINDOW": _passing_errors(true_or_none),
+    "SECKILL.STREAM": _passing_errors(true_or_none),
+    "SECKILL.GET": _passing_errors(int_or_none),
+    "SECKILL.BOUGHT": _passing_errors(int_or_none),
+    "SECKILL.HOLDS": _passing_errors(holds),
+    "SECKILL.INFO": _passing_errors(item_info),
+}
+
+
+def register_response_callbacks(client: Any) -> None:
+    """Register the callbacks on a redis-py client or pipeline (sync or asyncio, standalone or
+    cluster). A pipeline shares its callbacks with the client it came from, so they land there."""
+    setter = getattr(client, "set_response_callback", None)
+    if setter is None:
+        # redis-py 5's asyncio ClusterPipeline has no setter; its cluster client holds the callbacks.
+        owner = getattr(client, "cluster_client", None) or getattr(client, "_client", None)
+        setter = getattr(owner, "set_response_callback", None)
+    if setter is None:
+        raise TypeError(f"cannot register response callbacks on {type(client).__name__}")
+    for command, callback in RESPONSE_CALLBACKS.items():
+        setter(command, callback)

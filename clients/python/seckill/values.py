@@ -1,0 +1,106 @@
+"""Typed values returned by the seckill client (shared by the sync and asyncio clients)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "UNLIMITED",
+    "UNLIMITED_STOCK",
+    "Outcome",
+    "ConfirmOutcome",
+    "DeductResult",
+    "Hold",
+    "ItemInfo",
+]
+
+#: The ``UNLIMITED`` keyword of ``SECKILL.INIT``: pass it as ``stock``.
+UNLIMITED: Final = "UNLIMITED"
+
+#: The stock an unlimited item reports everywhere (the largest 64-bit integer).
+UNLIMITED_STOCK: Final = 9223372036854775807
+
+
+class Outcome(enum.Enum):
+    """What ``SECKILL.DEDUCT`` did. The value is the reply code (``BOUGHT`` stands for any reply >= 0).
+
+    There is no "replayed" outcome: a retried request id gets the very same reply as the first
+    call, on purpose, so a replay cannot be told apart from the original.
+    """
+
+    BOUGHT = 0
+    SOLD_OUT = -1
+    LIMIT_REACHED = -2
+    NO_ITEM = -3
+    CANCELLED = -4
+    NOT_STARTED = -5
+    ENDED = -6
+
+    @classmethod
+    def from_reply(cls, reply: int) -> Outcome:
+        return cls.BOUGHT if reply >= 0 else cls(reply)
+
+
+class ConfirmOutcome(enum.Enum):
+    """What ``SECKILL.CONFIRM`` did. The value is the reply code."""
+
+    CONFIRMED = 1
+    ALREADY_FINAL = 0
+    CANCELLED = -4
+    NO_ITEM = -3
+
+
+@dataclass(frozen=True, slots=True)
+class DeductResult:
+    """The reply of ``SECKILL.DEDUCT``: ``stock`` is the remaining stock, set only when ``BOUGHT``."""
+
+    outcome: Outcome
+    stock: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the units were bought (or held)."""
+        return self.outcome is Outcome.BOUGHT
+
+    @classmethod
+    def from_reply(cls, reply: int) -> DeductResult:
+        outcome = Outcome.from_reply(reply)
+        return cls(outcome, reply if outcome is Outcome.BOUGHT else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A pending hold, as listed by ``SECKILL.HOLDS``.
+
+    ``request_id`` and ``user`` are ``str`` when they are valid UTF-8, else the raw ``bytes``.
+    ``deadline`` is in Unix milliseconds.
+    """
+
+    request_id: str | bytes
+    user: str | bytes
+    qty: int
+    deadline: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemInfo:
+    """The counters of ``SECKILL.INFO``, the same under RESP2 and RESP3."""
+
+    stock: int
+    unlimited: bool
+    limit: int
+    initial: int
+    added: int
+    sold: int
+    refunded: int
+    held: int
+    holds: int
+    expired: int
+    buyers: int
+    requests: int
+    start: int
+    end: int
+    stream: str | bytes | None
+    stream_maxlen: int
