@@ -1,0 +1,217 @@
+/// <reference types="node" />
+// Types of seckill-client (hand-written; the package is plain JavaScript).
+
+// ---- arguments ----------------------------------------------------------
+
+/** A key: a string or a Buffer. */
+export type SeckillKey = string | Buffer;
+/** A user or request id (1 to 128 bytes): numbers and BigInts are sent as decimal strings. */
+export type SeckillId = string | Buffer | number | bigint;
+/** An integer: a safe-integer number, a BigInt, or a decimal string. */
+export type SeckillInt = number | bigint | string;
+/** A Unix time in milliseconds (or in seconds for `exat`), or a Date. */
+export type SeckillTime = SeckillInt | Date;
+/** An item's stock: an integer, or UNLIMITED (also "UNLIMITED", Infinity). */
+export type SeckillStock = SeckillInt | typeof UNLIMITED;
+
+export interface InitOptions {
+  /** Most units one user may hold at once; 0 or absent = no cap. */
+  limit?: SeckillInt;
+  /** Start of the sale, Unix ms (or a Date). */
+  start?: SeckillTime;
+  /** End of the sale, Unix ms (or a Date). */
+  end?: SeckillTime;
+  /** The order stream's key (same hash tag as the item). keyPrefix applies to it too. */
+  stream?: SeckillKey;
+  /** Entries the order stream keeps; 0 = all. */
+  maxlen?: SeckillInt;
+  /** Time to live in seconds (only when created or replaced). */
+  ex?: SeckillInt;
+  /** Time to live in milliseconds. */
+  px?: SeckillInt;
+  /** Expiry as a Unix time in seconds (or a Date). */
+  exat?: SeckillTime;
+  /** Expiry as a Unix time in milliseconds (or a Date). */
+  pxat?: SeckillTime;
+  /** Start the item over if it exists. */
+  replace?: boolean;
+}
+
+export interface DeductOptions {
+  /** Units to buy (default 1); may also be given as the third argument. */
+  qty?: SeckillInt;
+  /** Records the purchase under this id: a retry gets the same reply and buys nothing. */
+  requestId?: SeckillId;
+  /** Reserve the units for this many seconds (needs requestId). */
+  hold?: SeckillInt;
+  /** Reserve the units until this Unix time in ms, or Date (needs requestId). */
+  holdUntil?: SeckillTime;
+}
+
+export interface StreamOptions {
+  maxlen?: SeckillInt;
+}
+
+// ---- values -------------------------------------------------------------
+
+/** Pass as `init`'s stock for an item that never runs out. */
+export declare const UNLIMITED: 'UNLIMITED';
+/**
+ * The stock reported for an UNLIMITED item, as a number: 9223372036854775807
+ * has no exact double, so this is the nearest one (2 ** 63), the same value
+ * node-redis and ioredis parse that reply to. Compare with `===`.
+ */
+export declare const UNLIMITED_STOCK: number;
+/** The exact sentinel the server sends, 9223372036854775807n. */
+export declare const UNLIMITED_STOCK_BIGINT: bigint;
+
+export declare const Outcome: Readonly<{
+  BOUGHT: 'BOUGHT';
+  SOLD_OUT: 'SOLD_OUT';
+  LIMIT_REACHED: 'LIMIT_REACHED';
+  NO_ITEM: 'NO_ITEM';
+  CANCELLED: 'CANCELLED';
+  NOT_STARTED: 'NOT_STARTED';
+  ENDED: 'ENDED';
+}>;
+/** The outcome of `deduct` (there is no "replayed": a retry gets the first reply). */
+export type Outcome = (typeof Outcome)[keyof typeof Outcome];
+
+export declare const ConfirmOutcome: Readonly<{
+  CONFIRMED: 'CONFIRMED';
+  ALREADY_FINAL: 'ALREADY_FINAL';
+  CANCELLED: 'CANCELLED';
+  NO_ITEM: 'NO_ITEM';
+}>;
+export type ConfirmOutcome = (typeof ConfirmOutcome)[keyof typeof ConfirmOutcome];
+
+/** What `deduct` returns. */
+export declare class DeductResult {
+  private constructor();
+  readonly outcome: Outcome;
+  /** Remaining stock after the purchase when BOUGHT (UNLIMITED_STOCK for an unlimited item), else null. */
+  readonly stock: number | null;
+  /** outcome === BOUGHT */
+  readonly ok: boolean;
+  /** outcome === BOUGHT */
+  readonly bought: boolean;
+}
+
+/** A pending hold. Ids are strings, or Buffers when they are not valid UTF-8. */
+export declare class Hold {
+  private constructor();
+  readonly requestId: string | Buffer;
+  readonly user: string | Buffer;
+  readonly qty: number;
+  /** Unix milliseconds. */
+  readonly deadline: number;
+}
+
+/** An item's counters (SECKILL.INFO), the same under RESP2 and RESP3. */
+export declare class ItemInfo {
+  private constructor();
+  readonly stock: number;
+  readonly unlimited: boolean;
+  readonly limit: number;
+  readonly initial: number;
+  readonly added: number;
+  readonly sold: number;
+  readonly refunded: number;
+  readonly held: number;
+  readonly holds: number;
+  readonly expired: number;
+  readonly buyers: number;
+  readonly requests: number;
+  readonly start: number;
+  readonly end: number;
+  /** The order stream's key as the caller named it (keyPrefix removed), or null. */
+  readonly stream: string | Buffer | null;
+  readonly streamMaxlen: number;
+}
+
+// ---- errors -------------------------------------------------------------
+
+export declare const ErrorKind: Readonly<{
+  REQUEST_ID_CONFLICT: 'REQUEST_ID_CONFLICT';
+  ORDER_STREAM: 'ORDER_STREAM';
+  ITEM_FULL: 'ITEM_FULL';
+  WRONG_TYPE: 'WRONG_TYPE';
+  NO_PERMISSION: 'NO_PERMISSION';
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT';
+}>;
+export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
+
+/** Base class of the errors SECKILL.* commands reply with. */
+export declare class SeckillError extends Error {
+  constructor(message: string, options?: { code?: string; kind?: ErrorKind; cause?: unknown });
+  /** The leading word of the reply: "ERR", "WRONGTYPE", "NOPERM", "TRYAGAIN", ... */
+  readonly code: string;
+  readonly kind: ErrorKind;
+  /** The same call may succeed later (code TRYAGAIN). */
+  readonly retryable: boolean;
+  /** The typed error for an error reply's text ("CODE message"). */
+  static fromReplyText(text: string, cause?: unknown): SeckillError | null;
+  /**
+   * The typed error for a node-redis or ioredis error reply; anything else
+   * (already typed, connection errors, ...) is returned unchanged.
+   */
+  static from<T>(err: T): T | SeckillError;
+}
+export declare class RequestIdConflictError extends SeckillError {}
+export declare class OrderStreamError extends SeckillError {}
+export declare class ItemFullError extends SeckillError {}
+export declare class WrongTypeError extends SeckillError {}
+export declare class NoPermissionError extends SeckillError {}
+export declare class InvalidArgumentError extends SeckillError {}
+
+// ---- the commands ------------------------------------------------------------
+
+/** The SECKILL.* commands, each returning R<its value>. */
+export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unknown }> {
+  /** SECKILL.INIT: true if created (or replaced), false if it existed. */
+  init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): R['init'];
+  /** SECKILL.DEDUCT: sells `qty` (default 1) units to `user`. */
+  deduct(key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): R['deduct'];
+  /** SECKILL.CONFIRM: makes a pending hold final. */
+  confirm(key: SeckillKey, requestId: SeckillId): R['confirm'];
+  /** SECKILL.RELEASE: lets the named holds lapse now; how many did; null if no item. */
+  release(key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>): R['release'];
+  /** SECKILL.REFUND: units given back (0 unknown or already refunded); null if no item. */
+  refund(key: SeckillKey, requestId: SeckillId): R['refund'];
+  /** SECKILL.ADD: the new stock; null if no item. */
+  add(key: SeckillKey, qty: SeckillInt): R['add'];
+  /** SECKILL.WINDOW (0 or null = open side): true; null if no item. */
+  window(key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null): R['window'];
+  /** SECKILL.STREAM: sets (or, without a stream key, clears) the order stream; true; null if no item. */
+  stream(key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt): R['stream'];
+  /** SECKILL.GET: remaining stock; null if no item. */
+  get(key: SeckillKey): R['get'];
+  /** SECKILL.BOUGHT: units the user holds now; null if no item. */
+  bought(key: SeckillKey, user: SeckillId): R['bought'];
+  /** SECKILL.HOLDS: pending holds, earliest deadline first; null if no item. */
+  holds(key: SeckillKey, user?: SeckillId | null): R['holds'];
+  /** SECKILL.INFO: the item's counters; null if no item. */
+  info(key: SeckillKey): R['info'];
+}
+
+/** What each command's reply becomes. */
+export interface SeckillValues {
+  init: boolean;
+  deduct: DeductResult;
+  confirm: ConfirmOutcome;
+  release: number | null;
+  refund: number | null;
+  add: number | null;
+  window: true | null;
+  stream: true | null;
+  get: number | null;
+  bought: number | null;
+  holds: Hold[] | null;
+  info: ItemInfo | null;
+}
+
+/** The commands as promises of their values (ioredis: client.seckill). */
+export type SeckillCommands = SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
+
+export { seckill, SeckillModule } from './node-redis';
+export { installSeckill, WithSeckill, SeckillPipeline, InstallSeckillOptions } from './ioredis';

@@ -1,0 +1,31 @@
+'use strict';
+// seckill-client: typed access to the seckill Redis module's SECKILL.*
+// commands from node-redis (a module: createClient({ modules: { seckill } }))
+// and ioredis (installSeckill(redis)). Neither client library is required
+// until its entry point is used.
+
+const values = require('./lib/values');
+const errors = require('./lib/errors');
+const { seckill } = require('./node-redis');
+const { installSeckill } = require('./ioredis');
+
+module.exports = {
+  seckill,
+  installSeckill,
+  UNLIMITED: values.UNLIMITED,
+  UNLIMITED_STOCK: values.UNLIMITED_STOCK,
+  UNLIMITED_STOCK_BIGINT: values.UNLIMITED_STOCK_BIGINT,
+  Outcome: values.Outcome,
+  ConfirmOutcome: values.ConfirmOutcome,
+  DeductResult: values.DeductResult,
+  Hold: values.Hold,
+  ItemInfo: values.ItemInfo,
+  ErrorKind: errors.ErrorKind,
+  SeckillError: errors.SeckillError,
+  RequestIdConflictError: errors.RequestIdConflictError,
+  OrderStreamError: errors.OrderStreamError,
+  ItemFullError: errors.ItemFullError,
+  WrongTypeError: errors.WrongTypeError,
+  NoPermissionError: errors.NoPermissionError,
+  InvalidArgumentError: errors.InvalidArgumentError,
+};

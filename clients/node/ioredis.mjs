@@ -1,0 +1,4 @@
+// ESM entry of the ioredis installer.
+import cjs from './ioredis.js';
+
+export const { installSeckill } = cjs;

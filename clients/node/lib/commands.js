@@ -1,0 +1,224 @@
+'use strict';
+// One table of the SECKILL.* commands shared by the node-redis module and the
+// ioredis installer: how a call's arguments become the command's arguments
+// (and which of them are keys), and how its reply becomes a typed value.
+
+const {
+  UNLIMITED,
+  DeductResult,
+  ItemInfo,
+  toInteger,
+  toIntegerOrNull,
+  parseHolds,
+  parseConfirm,
+} = require('./values');
+
+const NO_ITEM = -3;
+
+// ---- arguments ------------------------------------------------------------
+
+function isBytes(v) {
+  return typeof v === 'string' || Buffer.isBuffer(v) || v instanceof Uint8Array;
+}
+
+// A byte-string argument (key, user, request id): strings and Buffers as
+// they are; numbers (safe integers) and BigInts as decimal strings.
+function bytes(v, what) {
+  if (typeof v === 'string' || Buffer.isBuffer(v)) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  if (typeof v === 'number' || typeof v === 'bigint') return integer(v, what);
+  throw new TypeError(`${what} must be a string or a Buffer, got ${describe(v)}`);
+}
+
+// An integer argument: numbers must be safe integers, BigInts and strings go
+// as they are (the server checks them).
+function integer(v, what) {
+  if (typeof v === 'number') {
+    if (!Number.isSafeInteger(v)) {
+      throw new RangeError(`${what} must be an integer within ±2^53 (pass a BigInt or a string beyond), got ${v}`);
+    }
+    return String(v);
+  }
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'string' || Buffer.isBuffer(v)) return v;
+  throw new TypeError(`${what} must be an integer, got ${describe(v)}`);
+}
+
+// A Unix time in milliseconds: an integer or a Date.
+function unixMs(v, what) {
+  if (v instanceof Date) return integer(v.getTime(), what);
+  return integer(v, what);
+}
+
+// A Unix time in seconds: an integer or a Date (rounded down to the second).
+function unixSeconds(v, what) {
+  if (v instanceof Date) return integer(Math.floor(v.getTime() / 1000), what);
+  return integer(v, what);
+}
+
+function stockArg(v) {
+  if (v === UNLIMITED || v === Infinity) return UNLIMITED;
+  if (typeof v === 'string' && v.toUpperCase() === UNLIMITED) return UNLIMITED;
+  return integer(v, 'stock');
+}
+
+function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
+
+function isOptions(v) {
+  return v !== null && typeof v === 'object' && !isBytes(v) && !(v instanceof Date) && !Array.isArray(v);
+}
+
+function checkOptions(options, allowed, command) {
+  if (options === undefined || options === null) return {};
+  if (!isOptions(options)) {
+    throw new TypeError(`the options of ${command} must be an object, got ${describe(options)}`);
+  }
+  for (const k of Object.keys(options)) {
+    if (!allowed.includes(k)) {
+      throw new TypeError(`unknown option '${k}' for ${command} (known: ${allowed.join(', ')})`);
+    }
+  }
+  return options;
+}
+
+const given = (v) => v !== undefined && v !== null;
+
+// Each builder returns { args, keys }: the command's arguments after its
+// name, and the indexes in args of its keys (the item key is always 0).
+
+const INIT_OPTIONS = ['limit', 'start', 'end', 'stream', 'maxlen', 'ex', 'px', 'exat', 'pxat', 'replace'];
+
+function buildInit(key, stock, options) {
+  const o = checkOptions(options, INIT_OPTIONS, 'init');
+  const args = [bytes(key, 'key'), stockArg(stock)];
+  const keys = [0];
+  if (given(o.limit)) args.push('LIMIT', integer(o.limit, 'limit'));
+  if (given(o.start)) args.push('START', unixMs(o.start, 'start'));
+  if (given(o.end)) args.push('END', unixMs(o.end, 'end'));
+  if (given(o.stream)) {
+    args.push('STREAM', bytes(o.stream, 'stream'));
+    keys.push(args.length - 1);
+  }
+  if (given(o.maxlen)) args.push('MAXLEN', integer(o.maxlen, 'maxlen'));
+  if (given(o.ex)) args.push('EX', integer(o.ex, 'ex'));
+  if (given(o.px)) args.push('PX', integer(o.px, 'px'));
+  if (given(o.exat)) args.push('EXAT', unixSeconds(o.exat, 'exat'));
+  if (given(o.pxat)) args.push('PXAT', unixMs(o.pxat, 'pxat'));
+  if (o.replace) args.push('REPLACE');
+  return { args, keys };
+}
+
+const DEDUCT_OPTIONS = ['qty', 'requestId', 'hold', 'holdUntil'];
+
+function buildDeduct(key, user, qty, options) {
+  if (isOptions(qty) && options === undefined) {
+    options = qty;
+    qty = options.qty;
+  }
+  const o = checkOptions(options, DEDUCT_OPTIONS, 'deduct');
+  if (!given(qty)) qty = given(o.qty) ? o.qty : 1;
+  const args = [bytes(key, 'key'), bytes(user, 'user'), integer(qty, 'qty')];
+  if (given(o.requestId)) args.push('ID', bytes(o.requestId, 'requestId'));
+  if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
+  if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
+  return { args, keys: [0] };
+}
+
+function buildConfirm(key, requestId) {
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
+}
+
+function buildRelease(key, ...requestIds) {
+  const ids = requestIds.length === 1 && Array.isArray(requestIds[0]) ? requestIds[0] : requestIds;
+  return { args: [bytes(key, 'key'), ...ids.map((id) => bytes(id, 'requestId'))], keys: [0] };
+}
+
+function buildRefund(key, requestId) {
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
+}
+
+function buildAdd(key, qty) {
+  return { args: [bytes(key, 'key'), integer(qty, 'qty')], keys: [0] };
+}
+
+function buildWindow(key, start, end) {
+  return {
+    args: [bytes(key, 'key'), given(start) ? unixMs(start, 'start') : '0', given(end) ? unixMs(end, 'end') : '0'],
+    keys: [0],
+  };
+}
+
+function buildStream(key, streamKey, maxlen) {
+  if (isOptions(maxlen)) maxlen = checkOptions(maxlen, ['maxlen'], 'stream').maxlen;
+  const args = [bytes(key, 'key')];
+  const keys = [0];
+  if (given(streamKey)) {
+    args.push(bytes(streamKey, 'streamKey'));
+    keys.push(1);
+    if (given(maxlen)) args.push('MAXLEN', integer(maxlen, 'maxlen'));
+  } else if (given(maxlen)) {
+    throw new TypeError('stream: maxlen needs a stream key');
+  }
+  return { args, keys };
+}
+
+function buildKeyOnly(key) {
+  return { args: [bytes(key, 'key')], keys: [0] };
+}
+
+function buildBought(key, user) {
+  return { args: [bytes(key, 'key'), bytes(user, 'user')], keys: [0] };
+}
+
+function buildHolds(key, user) {
+  const args = [bytes(key, 'key')];
+  if (given(user)) args.push(bytes(user, 'user'));
+  return { args, keys: [0] };
+}
+
+// ---- replies --------------------------------------------------------------
+
+const countOrNull = (reply) => {
+  const n = toInteger(reply);
+  return n === NO_ITEM ? null : n;
+};
+const trueOrNull = (reply) => (toInteger(reply) === NO_ITEM ? null : true);
+
+// ---- the table --------------------------------------------------------------
+
+/**
+ * @typedef {object} CommandSpec
+ * @property {string} method   the method name (deduct, ...)
+ * @property {string} name     the server command (SECKILL.DEDUCT, ...)
+ * @property {boolean} readonly
+ * @property {(...args: any[]) => {args: Array<string|Buffer>, keys: number[]}} build
+ * @property {(reply: any, keyPrefix?: string|Buffer) => any} parse
+ */
+
+/** @type {CommandSpec[]} */
+const COMMANDS = [
+  { method: 'init', name: 'SECKILL.INIT', readonly: false, build: buildInit, parse: (r) => toInteger(r) === 1 },
+  { method: 'deduct', name: 'SECKILL.DEDUCT', readonly: false, build: buildDeduct, parse: DeductResult.fromReply },
+  { method: 'confirm', name: 'SECKILL.CONFIRM', readonly: false, build: buildConfirm, parse: parseConfirm },
+  { method: 'release', name: 'SECKILL.RELEASE', readonly: false, build: buildRelease, parse: countOrNull },
+  { method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: countOrNull },
+  { method: 'add', name: 'SECKILL.ADD', readonly: false, build: buildAdd, parse: countOrNull },
+  { method: 'window', name: 'SECKILL.WINDOW', readonly: false, build: buildWindow, parse: trueOrNull },
+  { method: 'stream', name: 'SECKILL.STREAM', readonly: false, build: buildStream, parse: trueOrNull },
+  { method: 'get', name: 'SECKILL.GET', readonly: true, build: buildKeyOnly, parse: toIntegerOrNull },
+  { method: 'bought', name: 'SECKILL.BOUGHT', readonly: true, build: buildBought, parse: toIntegerOrNull },
+  { method: 'holds', name: 'SECKILL.HOLDS', readonly: true, build: buildHolds, parse: parseHolds },
+  {
+    method: 'info',
+    name: 'SECKILL.INFO',
+    readonly: true,
+    build: buildKeyOnly,
+    parse: (r, keyPrefix) => (r === null || r === undefined ? null : ItemInfo.fromReply(r, keyPrefix)),
+  },
+];
+
+module.exports = { COMMANDS };

@@ -1,0 +1,244 @@
+'use strict';
+// The typed values every seckill client returns (same names as the Python and
+// Rust clients), and the conversion of raw replies into them. Replies may come
+// from node-redis or ioredis, under RESP2 or RESP3, with strings or Buffers,
+// and with integers as numbers, strings or BigInts: all of them end up as the
+// same values.
+
+/**
+ * The sentinel the server reports as the stock of an UNLIMITED item:
+ * 9223372036854775807 (the largest signed 64-bit integer), exactly.
+ */
+const UNLIMITED_STOCK_BIGINT = 9223372036854775807n;
+
+/**
+ * The same sentinel as a JavaScript number. 9223372036854775807 has no exact
+ * double: this is the nearest one (2 ** 63), which is also what node-redis and
+ * ioredis produce when they parse that reply. Every stock of an unlimited item
+ * is reported as this value whatever the client's number mapping, so
+ * `stock === UNLIMITED_STOCK` is the test (or `info.unlimited`).
+ */
+const UNLIMITED_STOCK = Number(UNLIMITED_STOCK_BIGINT);
+
+/** Pass as the stock of `init` for an item that never runs out. */
+const UNLIMITED = 'UNLIMITED';
+
+/** The outcome of `deduct`. */
+const Outcome = Object.freeze({
+  BOUGHT: 'BOUGHT',
+  SOLD_OUT: 'SOLD_OUT',
+  LIMIT_REACHED: 'LIMIT_REACHED',
+  NO_ITEM: 'NO_ITEM',
+  CANCELLED: 'CANCELLED',
+  NOT_STARTED: 'NOT_STARTED',
+  ENDED: 'ENDED',
+});
+
+const OUTCOME_BY_CODE = new Map([
+  [-1, Outcome.SOLD_OUT],
+  [-2, Outcome.LIMIT_REACHED],
+  [-3, Outcome.NO_ITEM],
+  [-4, Outcome.CANCELLED],
+  [-5, Outcome.NOT_STARTED],
+  [-6, Outcome.ENDED],
+]);
+
+/** The outcome of `confirm`. */
+const ConfirmOutcome = Object.freeze({
+  CONFIRMED: 'CONFIRMED',
+  ALREADY_FINAL: 'ALREADY_FINAL',
+  CANCELLED: 'CANCELLED',
+  NO_ITEM: 'NO_ITEM',
+});
+
+const CONFIRM_BY_CODE = new Map([
+  [1, ConfirmOutcome.CONFIRMED],
+  [0, ConfirmOutcome.ALREADY_FINAL],
+  [-4, ConfirmOutcome.CANCELLED],
+  [-3, ConfirmOutcome.NO_ITEM],
+]);
+
+/** What `deduct` returns: an outcome, and the remaining stock when bought. */
+class DeductResult {
+  constructor(outcome, stock) {
+    /** One of `Outcome`. */
+    this.outcome = outcome;
+    /** The remaining stock after the purchase when BOUGHT, else null. */
+    this.stock = stock;
+    Object.freeze(this);
+  }
+
+  /** True when the units were bought (or held). */
+  get ok() {
+    return this.outcome === Outcome.BOUGHT;
+  }
+
+  /** Same as `ok`. */
+  get bought() {
+    return this.outcome === Outcome.BOUGHT;
+  }
+
+  static fromReply(reply) {
+    const code = toInteger(reply);
+    if (code >= 0) return new DeductResult(Outcome.BOUGHT, code);
+    const outcome = OUTCOME_BY_CODE.get(code);
+    if (outcome === undefined) throw unexpected('SECKILL.DEDUCT', reply);
+    return new DeductResult(outcome, null);
+  }
+}
+
+/** A pending hold, as `holds` lists it. */
+class Hold {
+  constructor(requestId, user, qty, deadline) {
+    this.requestId = requestId;
+    this.user = user;
+    this.qty = qty;
+    /** Unix milliseconds. */
+    this.deadline = deadline;
+    Object.freeze(this);
+  }
+}
+
+// INFO's fields, in the server's order, with how to read each.
+const INFO_FIELDS = [
+  ['stock', 'stock', 'int'],
+  ['unlimited', 'unlimited', 'bool'],
+  ['limit', 'limit', 'int'],
+  ['initial', 'initial', 'int'],
+  ['added', 'added', 'int'],
+  ['sold', 'sold', 'int'],
+  ['refunded', 'refunded', 'int'],
+  ['held', 'held', 'int'],
+  ['holds', 'holds', 'int'],
+  ['expired', 'expired', 'int'],
+  ['buyers', 'buyers', 'int'],
+  ['requests', 'requests', 'int'],
+  ['start', 'start', 'int'],
+  ['end', 'end', 'int'],
+  ['stream', 'stream', 'key'],
+  ['stream_maxlen', 'streamMaxlen', 'int'],
+];
+
+/** The counters of an item, as `info` reports them. */
+class ItemInfo {
+  constructor(fields) {
+    for (const [, prop] of INFO_FIELDS) this[prop] = fields[prop];
+    Object.freeze(this);
+  }
+
+  // reply: a flat [field, value, ...] array (RESP2, or ioredis's legacy
+  // mapping of RESP3), a plain object or a Map (RESP3).
+  static fromReply(reply, keyPrefix) {
+    const raw = new Map();
+    if (Array.isArray(reply)) {
+      for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
+    } else if (reply instanceof Map) {
+      for (const [k, v] of reply) raw.set(toText(k), v);
+    } else if (reply !== null && typeof reply === 'object') {
+      for (const k of Object.keys(reply)) raw.set(k, reply[k]);
+    } else {
+      throw unexpected('SECKILL.INFO', reply);
+    }
+    const fields = {};
+    for (const [name, prop, kind] of INFO_FIELDS) {
+      const v = raw.get(name);
+      if (kind === 'key') {
+        fields[prop] = v === null || v === undefined ? null : stripPrefix(toId(v), keyPrefix);
+      } else if (v === undefined) {
+        throw unexpected('SECKILL.INFO', reply);
+      } else if (kind === 'bool') {
+        fields[prop] = typeof v === 'boolean' ? v : toInteger(v) !== 0;
+      } else {
+        fields[prop] = toInteger(v);
+      }
+    }
+    return new ItemInfo(fields);
+  }
+}
+
+function unexpected(command, reply) {
+  let shown;
+  try { shown = JSON.stringify(reply, (_, v) => (typeof v === 'bigint' ? String(v) : v)); } catch { shown = String(reply); }
+  return new TypeError(`unexpected reply to ${command}: ${shown}`);
+}
+
+// An integer reply as a number, whatever the client's number mapping (number,
+// string, BigInt, Buffer). The unlimited sentinel becomes UNLIMITED_STOCK.
+// Parsers that give numbers round 9223372036854775807 to a nearby double:
+// 2 ** 63 (node-redis, ioredis 6) or a few units of 2048 off (ioredis 5's
+// parser accumulates digits). No real count comes near it.
+const NEAR_UNLIMITED = 2 ** 63 - 2 ** 32;
+
+function toInteger(v) {
+  if (typeof v === 'number') return v >= NEAR_UNLIMITED ? UNLIMITED_STOCK : v;
+  let big;
+  if (typeof v === 'bigint') big = v;
+  else if (typeof v === 'string') big = BigInt(v);
+  else if (Buffer.isBuffer(v)) big = BigInt(v.toString('latin1'));
+  else throw new TypeError(`expected an integer reply, got ${typeof v}`);
+  if (big >= UNLIMITED_STOCK_BIGINT) return UNLIMITED_STOCK;
+  return Number(big);
+}
+
+function toIntegerOrNull(v) {
+  return v === null || v === undefined ? null : toInteger(v);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+// A user or request id (or a key name): a string when it is valid UTF-8,
+// else the Buffer as is. (A client that already decoded it gives a string.)
+function toId(v) {
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) {
+    try { return utf8.decode(v); } catch { return Buffer.from(v); }
+  }
+  return String(v);
+}
+
+function toText(v) {
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+  return String(v);
+}
+
+function stripPrefix(name, prefix) {
+  if (!prefix || prefix.length === 0) return name;
+  if (typeof name === 'string') {
+    const p = typeof prefix === 'string' ? prefix : toId(prefix);
+    return typeof p === 'string' && name.startsWith(p) ? name.slice(p.length) : name;
+  }
+  const p = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix);
+  return name.subarray(0, p.length).equals(p) ? toId(name.subarray(p.length)) : name;
+}
+
+function parseHolds(reply) {
+  if (reply === null || reply === undefined) return null;
+  if (!Array.isArray(reply)) throw unexpected('SECKILL.HOLDS', reply);
+  return reply.map((h) => {
+    if (!Array.isArray(h) || h.length < 4) throw unexpected('SECKILL.HOLDS', reply);
+    return new Hold(toId(h[0]), toId(h[1]), toInteger(h[2]), toInteger(h[3]));
+  });
+}
+
+function parseConfirm(reply) {
+  const outcome = CONFIRM_BY_CODE.get(toInteger(reply));
+  if (outcome === undefined) throw unexpected('SECKILL.CONFIRM', reply);
+  return outcome;
+}
+
+module.exports = {
+  UNLIMITED,
+  UNLIMITED_STOCK,
+  UNLIMITED_STOCK_BIGINT,
+  Outcome,
+  ConfirmOutcome,
+  DeductResult,
+  Hold,
+  ItemInfo,
+  toInteger,
+  toIntegerOrNull,
+  parseHolds,
+  parseConfirm,
+  unexpected,
+};

@@ -1,0 +1,41 @@
+/// <reference types="node" />
+// Types of the node-redis module. node-redis derives each method's signature
+// from parseCommand's parameters (after the parser) and its value from
+// transformReply's return type.
+import type {
+  SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
+  InitOptions, DeductOptions, StreamOptions, SeckillValues,
+} from './index';
+
+/** The part of node-redis's CommandParser that the commands use. */
+interface Parser {
+  push(...args: Array<string | Buffer>): void;
+  pushKey(key: string | Buffer): void;
+}
+
+interface ModuleCommand<ARGS extends unknown[], VALUE> {
+  readonly IS_READ_ONLY: boolean;
+  parseCommand(this: void, parser: Parser, ...args: ARGS): void;
+  transformReply(this: void, reply: any, preserve?: any, typeMapping?: any): VALUE;
+}
+
+type Commands = {
+  init: ModuleCommand<[key: SeckillKey, stock: SeckillStock, options?: InitOptions], SeckillValues['init']>;
+  deduct: ModuleCommand<[key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions], SeckillValues['deduct']>;
+  confirm: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['confirm']>;
+  release: ModuleCommand<[key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>], SeckillValues['release']>;
+  refund: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['refund']>;
+  add: ModuleCommand<[key: SeckillKey, qty: SeckillInt], SeckillValues['add']>;
+  window: ModuleCommand<[key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null], SeckillValues['window']>;
+  stream: ModuleCommand<[key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt], SeckillValues['stream']>;
+  get: ModuleCommand<[key: SeckillKey], SeckillValues['get']>;
+  bought: ModuleCommand<[key: SeckillKey, user: SeckillId], SeckillValues['bought']>;
+  holds: ModuleCommand<[key: SeckillKey, user?: SeckillId | null], SeckillValues['holds']>;
+  info: ModuleCommand<[key: SeckillKey], SeckillValues['info']>;
+};
+
+/** The module object: lower-case names, and upper-case aliases as node-redis's own modules have. */
+export type SeckillModule = Readonly<Commands & { [K in keyof Commands as Uppercase<K & string>]: Commands[K] }>;
+
+/** createClient({ modules: { seckill } }) / createCluster({ ..., modules: { seckill } }) */
+export declare const seckill: SeckillModule;

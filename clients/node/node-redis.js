@@ -1,0 +1,50 @@
+'use strict';
+// The node-redis module: createClient({ modules: { seckill } }), then
+// client.seckill.deduct(...). The same object works with createCluster (each
+// command is routed by its item key), in client.multi() and in pipelines.
+// node-redis 5 and 6 declare a module as an object of commands, each with
+// parseCommand (arguments, with keys pushed as keys) and transformReply.
+
+const { COMMANDS } = require('./lib/commands');
+
+// The prefix node-redis put before the key (node-redis 6's keyPrefix), so
+// that INFO can report the stream key as the caller named it.
+function keyPrefixOf(prefixed, key) {
+  if (prefixed === undefined) return undefined;
+  const a = typeof prefixed === 'string' ? Buffer.from(prefixed) : prefixed;
+  const b = typeof key === 'string' ? Buffer.from(key) : key;
+  if (a.length <= b.length) return undefined;
+  const prefix = a.subarray(0, a.length - b.length);
+  return typeof prefixed === 'string' ? prefix.toString() : prefix;
+}
+
+function toNodeRedisCommand(spec) {
+  return {
+    IS_READ_ONLY: spec.readonly,
+    parseCommand(parser, ...callArgs) {
+      const { args, keys } = spec.build(...callArgs);
+      parser.push(spec.name);
+      for (let i = 0; i < args.length; i++) {
+        if (keys.includes(i)) parser.pushKey(args[i]);
+        else parser.push(args[i]);
+      }
+      if (spec.method === 'info') {
+        const prefix = keyPrefixOf(parser.firstKey ?? (parser.keys && parser.keys[0]), args[0]);
+        if (prefix !== undefined) parser.preserve = prefix;
+      }
+    },
+    transformReply(reply, preserve) {
+      return spec.parse(reply, preserve);
+    },
+  };
+}
+
+const seckill = {};
+for (const spec of COMMANDS) {
+  const command = toNodeRedisCommand(spec);
+  seckill[spec.method] = command;
+  seckill[spec.method.toUpperCase()] = command;
+}
+Object.freeze(seckill);
+
+module.exports = { seckill };

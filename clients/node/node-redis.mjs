@@ -1,0 +1,4 @@
+// ESM entry of the node-redis module.
+import cjs from './node-redis.js';
+
+export const { seckill } = cjs;

@@ -1,0 +1,231 @@
+'use strict';
+// The ioredis installer against a real server: RESP2, RESP3 (both reply
+// mappings), string numbers, auto-pipelining, pipelines, transactions,
+// errors and keyPrefix.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const Redis = require('ioredis');
+const { startServer } = require('./helpers/servers');
+const { commandsScenario, errorsScenario, expectSeckillError, plain, bought, FAR } = require('./helpers/suite');
+const {
+  installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold, SeckillError,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind,
+} = require('..');
+
+let server;
+const clients = [];
+
+async function connect(options = {}) {
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port: server.port,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    lazyConnect: true,
+    ...options,
+  });
+  redis.on('error', () => {});
+  clients.push(redis);
+  await redis.connect();
+  return installSeckill(redis);
+}
+
+const admin = (...args) => server.command(...args);
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  for (const c of clients) c.disconnect();
+  if (server) await server.stop();
+});
+
+const CONFIGS = {
+  'RESP2': { protocol: 2 },
+  'RESP3 (legacy reply mapping)': { protocol: 3 },
+  'RESP3 (resp3 reply mapping)': { protocol: 3, replyMapping: 'resp3' },
+  'RESP2 with stringNumbers': { protocol: 2, stringNumbers: true },
+  'RESP3 with enableAutoPipelining': { protocol: 3, enableAutoPipelining: true },
+  'RESP2 with enableAutoPipelining': { protocol: 2, enableAutoPipelining: true },
+};
+
+test('every command gives the same typed values in every configuration', async (t) => {
+  const transcripts = {};
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      transcripts[name] = await commandsScenario(redis.seckill, admin);
+    });
+  }
+  const [first, ...others] = Object.keys(CONFIGS);
+  assert.ok(transcripts[first].length > 70);
+  for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
+});
+
+test('the flat methods, and installing twice', async () => {
+  await admin('FLUSHALL');
+  const redis = await connect();
+  assert.equal(installSeckill(redis), redis);
+  assert.equal(await redis.seckillInit('flat', 3), true);
+  assert.deepEqual(plain(await redis.seckillDeduct('flat', 'u', 2)), bought(1));
+  assert.equal(await redis.seckill.get('flat'), 1);
+  assert.equal(redis.seckillDeductBuffer, undefined);
+  // Its own commands are untouched.
+  assert.equal(await redis.set('plain', 'v'), 'OK');
+  assert.equal(await redis.get('plain'), 'v');
+  assert.throws(() => installSeckill({}), TypeError);
+});
+
+for (const [name, options] of Object.entries({
+  RESP2: { protocol: 2 },
+  RESP3: { protocol: 3, replyMapping: 'resp3' },
+})) {
+  test(`${name}: pipelines and MULTI/EXEC return typed values`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    const tx = await redis.multi()
+      .seckill.init('{p}', 10, { limit: 3 })
+      .seckill.deduct('{p}', 'alice', 2, { requestId: 'p-1', holdUntil: FAR })
+      .set('{p}:plain', 'x')
+      .seckill.get('{p}')
+      .seckill.holds('{p}')
+      .seckill.confirm('{p}', 'p-1')
+      .seckill.info('{p}')
+      .seckill.info('{nothing}')
+      .exec();
+    assert.equal(tx.length, 8);
+    assert.ok(tx.every(([err]) => err === null));
+    const values = tx.map(([, v]) => v);
+    assert.equal(values[0], true);
+    assert.ok(values[1] instanceof DeductResult);
+    assert.deepEqual(plain(values[1]), bought(8));
+    assert.equal(values[2], 'OK');
+    assert.equal(values[3], 8);
+    assert.ok(values[4][0] instanceof Hold);
+    assert.deepEqual({ ...values[4][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR });
+    assert.equal(values[5], ConfirmOutcome.CONFIRMED);
+    assert.ok(values[6] instanceof ItemInfo);
+    assert.equal(values[6].sold, 2);
+    assert.equal(values[7], null);
+
+    const piped = await redis.pipeline()
+      .seckill.deduct('{p}', 'bob', 1, { requestId: 'p-2' })
+      .seckillBought('{p}', 'bob')
+      .seckill.refund('{p}', 'p-2')
+      .seckill.add('{p}', 5)
+      .seckill.deduct('{p}', 'carol', 2, { requestId: 'p-1' })
+      .exec();
+    assert.deepEqual(plain(piped[0][1]), bought(7));
+    assert.deepEqual(piped.slice(1, 4).map(([err, v]) => [err, v]), [[null, 1], [null, 1], [null, 13]]);
+    // In a pipeline the error is ioredis's own; SeckillError.from types it.
+    expectSeckillError(piped[4][0], RequestIdConflictError, {
+      kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
+      message: 'request id was already used by another user or for another quantity',
+    });
+
+    // A pipeline given as an array, then extended with seckill commands.
+    const batch = await redis.pipeline([['set', '{p}:a', '1']]).seckill.get('{p}').exec();
+    assert.deepEqual(batch, [[null, 'OK'], [null, 13]]);
+
+    // An error at EXEC time.
+    const failed = await redis.multi().seckill.get('{p}').seckill.deduct('{p}', 'carol', 0).exec();
+    assert.equal(failed[0][1], 13);
+    expectSeckillError(failed[1][0], InvalidArgumentError, {
+      kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
+    });
+  });
+
+  test(`${name}: direct calls reject with typed errors`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    await errorsScenario(redis.seckill, admin, async (username, password) => {
+      const c = await connect({ ...options, username, password });
+      return { sk: c.seckill, close: () => c.disconnect() };
+    }, { typedDirectly: true });
+  });
+}
+
+test('auto-pipelining: concurrent calls are batched and each gets its own value', async () => {
+  await admin('FLUSHALL');
+  const redis = await connect({ enableAutoPipelining: true });
+  await redis.seckill.init('{burst}', 150, { limit: 1 });
+  const calls = Array.from({ length: 200 }, (_, i) => redis.seckill.deduct('{burst}', `u${i % 180}`, 1, { requestId: `r${i % 180}` }));
+  assert.ok(redis.autoPipelineQueueSize > 0, 'the calls are queued in an auto-pipeline');
+  const results = await Promise.all(calls);
+  // 180 distinct requests on 150 units, then 20 replays of the first ones.
+  const firsts = results.slice(0, 180);
+  assert.equal(firsts.filter((r) => r.ok).length, 150);
+  assert.equal(firsts.filter((r) => r.outcome === Outcome.SOLD_OUT).length, 30);
+  assert.deepEqual(firsts.filter((r) => r.ok).map((r) => r.stock).sort((a, b) => a - b), Array.from({ length: 150 }, (_, i) => i));
+  for (let i = 180; i < 200; i++) assert.deepEqual(plain(results[i]), plain(results[i - 180]));
+  // Errors of auto-pipelined calls are typed too.
+  const err = await redis.seckill.deduct('{burst}', 'someone-else', 1, { requestId: 'r1' }).catch((e) => e);
+  assert.ok(err instanceof RequestIdConflictError);
+  assert.equal(await redis.seckill.get('{burst}'), 0);
+});
+
+test('ids that are not UTF-8 come back as Buffers', async () => {
+  await admin('FLUSHALL');
+  const redis = await connect();
+  const id = Buffer.from([0xff, 0xfe, 0x00, 0x41]);
+  const user = Buffer.from([0xc3, 0x28]);
+  await redis.seckill.init('{bin}', 5);
+  assert.deepEqual(plain(await redis.seckill.deduct('{bin}', user, 1, { requestId: id, holdUntil: FAR })), bought(4));
+  assert.deepEqual(plain(await redis.seckill.deduct('{bin}', 'zoë', 1, { requestId: 'ünïcode', holdUntil: FAR })), bought(3));
+  const holds = await redis.seckill.holds('{bin}');
+  assert.deepEqual(holds.map((h) => ({ ...h })), [
+    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR },
+    { requestId: id, user, qty: 1, deadline: FAR },
+  ]);
+  assert.equal(await redis.seckill.bought('{bin}', user), 1);
+  assert.deepEqual((await redis.seckill.holds('{bin}', user)).map((h) => h.requestId), [id]);
+  // A binary item key works too.
+  const key = Buffer.from([0x7b, 0x62, 0x7d, 0xff]);
+  assert.equal(await redis.seckill.init(key, 2), true);
+  assert.equal(await redis.seckill.get(key), 2);
+});
+
+for (const enableAutoPipelining of [false, true]) {
+  test(`keyPrefix${enableAutoPipelining ? ' with auto-pipelining' : ''}: item and stream keys are prefixed, INFO names the stream unprefixed`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect({ keyPrefix: 'app:', enableAutoPipelining });
+    assert.equal(await redis.seckill.init('{sku:9}', 5, { stream: '{sku:9}:orders' }), true);
+    assert.deepEqual(plain(await redis.seckill.deduct('{sku:9}', 'alice', 1, { requestId: 'k-1' })), bought(4));
+    assert.equal(await admin('EXISTS', 'app:{sku:9}'), 1);
+    assert.equal(await admin('EXISTS', '{sku:9}'), 0);
+    assert.equal(await admin('XLEN', 'app:{sku:9}:orders'), 1);
+    const raw = await admin('SECKILL.INFO', 'app:{sku:9}');
+    assert.equal(raw[raw.indexOf('stream') + 1], 'app:{sku:9}:orders');
+    assert.equal((await redis.seckill.info('{sku:9}')).stream, '{sku:9}:orders');
+    // ioredis's own commands get the same prefix.
+    assert.equal(await redis.exists('{sku:9}'), 1);
+    assert.equal(await redis.xlen('{sku:9}:orders'), 1);
+    const tx = await redis.multi().seckill.info('{sku:9}').seckill.get('{sku:9}').exec();
+    assert.equal(tx[0][1].stream, '{sku:9}:orders');
+    assert.equal(tx[1][1], 4);
+    const piped = await redis.pipeline().seckill.stream('{sku:9}', '{sku:9}:o2', { maxlen: 3 }).seckill.bought('{sku:9}', 'alice').exec();
+    assert.deepEqual(piped, [[null, true], [null, 1]]);
+    const raw2 = await admin('SECKILL.INFO', 'app:{sku:9}');
+    assert.equal(raw2[raw2.indexOf('stream') + 1], 'app:{sku:9}:o2');
+    // A Buffer prefix works the same.
+    const bufRedis = await connect({ keyPrefix: Buffer.from('buf:'), enableAutoPipelining });
+    assert.equal(await bufRedis.seckill.init('{b}', 1, { stream: '{b}:orders' }), true);
+    assert.equal(await admin('EXISTS', 'buf:{b}'), 1);
+    assert.equal((await bufRedis.seckill.info('{b}')).stream, '{b}:orders');
+  });
+}
+
+test('arguments are checked before anything is sent', async () => {
+  const redis = await connect();
+  await assert.rejects(redis.seckill.deduct('k', 'u', Number.MAX_SAFE_INTEGER + 2), RangeError);
+  await assert.rejects(redis.seckill.deduct('k', 'u', 1, { hold: 1, requestId: {} }), TypeError);
+  await assert.rejects(redis.seckill.stream('k', null, 5), TypeError);
+  const err = await redis.seckill.add('k', true).catch((e) => e);
+  assert.ok(err instanceof TypeError);
+  assert.equal(SeckillError.from(err), err);
+  // In a pipeline the same mistake throws at once.
+  assert.throws(() => redis.pipeline().seckill.add('k', true), TypeError);
+});

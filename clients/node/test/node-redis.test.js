@@ -1,0 +1,199 @@
+'use strict';
+// The node-redis module against a real server, under RESP2 and RESP3.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { createClient, RESP_TYPES } = require('redis');
+const { startServer } = require('./helpers/servers');
+const { commandsScenario, errorsScenario, expectSeckillError, plain, bought, FAR } = require('./helpers/suite');
+const {
+  seckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold, SeckillError,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind,
+} = require('..');
+
+let server;
+const clients = [];
+
+async function connect(options = {}) {
+  const client = createClient({
+    socket: { host: '127.0.0.1', port: server.port, reconnectStrategy: false },
+    modules: { seckill },
+    ...options,
+  });
+  client.on('error', () => {});
+  await client.connect();
+  clients.push(client);
+  return client;
+}
+
+const admin = (...args) => server.command(...args);
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  for (const c of clients) {
+    try { c.destroy(); } catch { /* closed */ }
+  }
+  if (server) await server.stop();
+});
+
+test('every command gives the same typed values under RESP2, RESP3 and other type mappings', async (t) => {
+  const transcripts = {};
+  for (const RESP of [2, 3]) {
+    await t.test(`RESP${RESP}`, async () => {
+      await admin('FLUSHALL');
+      const client = await connect({ RESP });
+      transcripts[`RESP${RESP}`] = await commandsScenario(client.seckill, admin);
+    });
+  }
+  await t.test('RESP3 with numbers as BigInt, strings as Buffers, maps as Map', async () => {
+    await admin('FLUSHALL');
+    const client = (await connect({ RESP: 3 })).withTypeMapping({
+      [RESP_TYPES.NUMBER]: BigInt,
+      [RESP_TYPES.BLOB_STRING]: Buffer,
+      [RESP_TYPES.SIMPLE_STRING]: Buffer,
+      [RESP_TYPES.MAP]: Map,
+    });
+    transcripts.mapped = await commandsScenario(client.seckill, admin);
+  });
+  await t.test('RESP2 with numbers as strings', async () => {
+    await admin('FLUSHALL');
+    const client = (await connect({ RESP: 2 })).withTypeMapping({ [RESP_TYPES.NUMBER]: String });
+    transcripts.strings = await commandsScenario(client.seckill, admin);
+  });
+  assert.ok(transcripts.RESP2.length > 70, `${transcripts.RESP2.length} values`);
+  assert.deepStrictEqual(transcripts.RESP3, transcripts.RESP2);
+  assert.deepStrictEqual(transcripts.mapped, transcripts.RESP2);
+  assert.deepStrictEqual(transcripts.strings, transcripts.RESP2);
+});
+
+test('upper-case aliases, as node-redis modules have them', async () => {
+  await admin('FLUSHALL');
+  const client = await connect({ RESP: 3 });
+  assert.equal(seckill.DEDUCT, seckill.deduct);
+  assert.equal(await client.seckill.INIT('alias', 2), true);
+  assert.deepEqual(plain(await client.seckill.DEDUCT('alias', 'u')), bought(1));
+});
+
+for (const RESP of [2, 3]) {
+  test(`RESP${RESP}: MULTI/EXEC and pipelines return typed values`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP });
+    const replies = await client.multi()
+      .seckill.init('{p}', 10, { limit: 3 })
+      .seckill.deduct('{p}', 'alice', 2, { requestId: 'p-1', holdUntil: FAR })
+      .seckill.get('{p}')
+      .seckill.holds('{p}')
+      .seckill.confirm('{p}', 'p-1')
+      .seckill.info('{p}')
+      .seckill.info('{nothing}')
+      .exec();
+    assert.equal(replies[0], true);
+    assert.ok(replies[1] instanceof DeductResult);
+    assert.deepEqual(plain(replies[1]), bought(8));
+    assert.equal(replies[2], 8);
+    assert.ok(replies[3][0] instanceof Hold);
+    assert.deepEqual({ ...replies[3][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR });
+    assert.equal(replies[4], ConfirmOutcome.CONFIRMED);
+    assert.ok(replies[5] instanceof ItemInfo);
+    assert.equal(replies[5].sold, 2);
+    assert.equal(replies[6], null);
+
+    const piped = await client.multi()
+      .seckill.deduct('{p}', 'bob', 1, { requestId: 'p-2' })
+      .seckill.bought('{p}', 'bob')
+      .seckill.refund('{p}', 'p-2')
+      .seckill.add('{p}', 5)
+      .execAsPipeline();
+    assert.deepEqual(plain(piped[0]), bought(7));
+    assert.deepEqual(piped.slice(1), [1, 1, 13]);
+
+    // An error inside a transaction: the others still have typed values.
+    let multiErr;
+    try {
+      await client.multi()
+        .seckill.get('{p}')
+        .seckill.deduct('{p}', 'carol', 2, { requestId: 'p-1' })
+        .exec();
+    } catch (err) {
+      multiErr = err;
+    }
+    assert.ok(multiErr, 'EXEC with an error reply rejects');
+    assert.equal(SeckillError.from(multiErr), multiErr, 'MultiErrorReply is not itself a seckill error');
+    assert.equal(multiErr.replies[0], 13);
+    expectSeckillError(multiErr.replies[1], RequestIdConflictError, {
+      kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
+      message: 'request id was already used by another user or for another quantity',
+    });
+
+    // Concurrent calls (node-redis pipelines them on its connection).
+    await client.seckill.init('{burst}', 100);
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => client.seckill.deduct('{burst}', `u${i}`)));
+    assert.deepEqual(results.map((r) => r.stock).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
+    assert.deepEqual(plain(await client.seckill.deduct('{burst}', 'late')), { outcome: Outcome.SOLD_OUT, stock: null, ok: false, bought: false });
+  });
+
+  test(`RESP${RESP}: errors are typed by SeckillError.from`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP });
+    await errorsScenario(client.seckill, admin, async (username, password) => {
+      const c = await connect({ RESP, username, password });
+      return { sk: c.seckill, close: () => c.destroy() };
+    }, { typedDirectly: false });
+  });
+}
+
+test('ids that are not UTF-8 come back as Buffers when strings are mapped to Buffers', async () => {
+  await admin('FLUSHALL');
+  const client = (await connect({ RESP: 3 })).withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
+  const id = Buffer.from([0xff, 0xfe, 0x00, 0x41]);
+  const user = Buffer.from([0xc3, 0x28]);
+  await client.seckill.init('{bin}', 5);
+  assert.deepEqual(plain(await client.seckill.deduct('{bin}', user, 1, { requestId: id, holdUntil: FAR })), bought(4));
+  assert.deepEqual(plain(await client.seckill.deduct('{bin}', 'zoë', 1, { requestId: 'ünïcode', holdUntil: FAR })), bought(3));
+  const holds = await client.seckill.holds('{bin}');
+  // Equal deadlines: ordered by request id bytes (0xc3... before 0xff...).
+  assert.deepEqual(holds.map((h) => ({ ...h })), [
+    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR },
+    { requestId: id, user, qty: 1, deadline: FAR },
+  ]);
+  assert.equal(await client.seckill.bought('{bin}', user), 1);
+});
+
+test('keyPrefix (node-redis 6) applies to the item key and the stream key; INFO reports the stream unprefixed', async () => {
+  await admin('FLUSHALL');
+  const client = await connect({ RESP: 3, keyPrefix: 'app:' });
+  assert.equal(await client.seckill.init('{sku:9}', 5, { stream: '{sku:9}:orders' }), true);
+  assert.deepEqual(plain(await client.seckill.deduct('{sku:9}', 'alice', 1, { requestId: 'k-1' })), bought(4));
+  assert.equal(await admin('EXISTS', 'app:{sku:9}'), 1);
+  assert.equal(await admin('EXISTS', '{sku:9}'), 0);
+  assert.equal(await admin('XLEN', 'app:{sku:9}:orders'), 1);
+  const raw = await admin('SECKILL.INFO', 'app:{sku:9}');
+  assert.equal(raw[raw.indexOf('stream') + 1], 'app:{sku:9}:orders');
+  assert.equal((await client.seckill.info('{sku:9}')).stream, '{sku:9}:orders');
+  const multi = await client.multi().seckill.info('{sku:9}').seckill.get('{sku:9}').exec();
+  assert.equal(multi[0].stream, '{sku:9}:orders');
+  assert.equal(multi[1], 4);
+  assert.equal(await client.seckill.stream('{sku:9}', '{sku:9}:o2'), true);
+  const raw2 = await admin('SECKILL.INFO', 'app:{sku:9}');
+  assert.equal(raw2[raw2.indexOf('stream') + 1], 'app:{sku:9}:o2');
+});
+
+test('arguments are checked before anything is sent', async () => {
+  const client = await connect({ RESP: 3 });
+  await assert.rejects(client.seckill.deduct('k', 'u', Number.MAX_SAFE_INTEGER + 2), RangeError);
+  await assert.rejects(client.seckill.deduct('k', 'u', 1, { hold: 1, requestId: {} }), TypeError);
+  await assert.rejects(client.seckill.stream('k', null, 5), TypeError);
+  await assert.rejects(client.seckill.init('k', 1, 'LIMIT'), TypeError);
+  // A client-side error is not a SeckillError, and from() leaves it alone.
+  const err = await client.seckill.add('k', true).catch((e) => e);
+  assert.ok(err instanceof TypeError);
+  assert.equal(SeckillError.from(err), err);
+  // A server error about arguments is one.
+  const serverErr = await client.seckill.add('k', -1n).catch((e) => e);
+  expectSeckillError(serverErr, InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
+  });
+});

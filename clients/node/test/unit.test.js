@@ -1,0 +1,105 @@
+'use strict';
+// The parts that need no server: error classification, reply conversion and
+// argument checks (the same rules as the Python and Rust clients).
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const {
+  SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
+  NoPermissionError, InvalidArgumentError, ErrorKind, DeductResult, Outcome, ItemInfo,
+  UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome,
+} = require('..');
+
+const CASES = [
+  ['ERR request id was already used by another user or for another quantity', RequestIdConflictError, 'ERR', false],
+  ["WRONGTYPE the item's order stream key holds the wrong kind of value", OrderStreamError, 'WRONGTYPE', false],
+  ["ERR the item's order stream has exhausted the last possible ID, unable to add more items; nothing was changed", OrderStreamError, 'ERR', false],
+  ["TRYAGAIN the item's order stream is missing while its slot is being migrated; nothing was changed", OrderStreamError, 'TRYAGAIN', true],
+  ["CROSSSLOT the item's order stream does not hash to the item's slot (was the item renamed?): set it again with SECKILL.STREAM; nothing was changed", OrderStreamError, 'CROSSSLOT', false],
+  ['ERR sale item is full: it cannot record more purchases', ItemFullError, 'ERR', false],
+  ['WRONGTYPE Operation against a key holding the wrong kind of value', WrongTypeError, 'WRONGTYPE', false],
+  ['NOPERM this user has no permissions to access one of the keys used as arguments', NoPermissionError, 'NOPERM', false],
+  ["ERR the order stream must hash to the item's slot: give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders", InvalidArgumentError, 'ERR', false],
+  ['ERR value is not an integer or out of range', InvalidArgumentError, 'ERR', false],
+  ["ERR wrong number of arguments for 'seckill.deduct' command", InvalidArgumentError, 'ERR', false],
+  ['ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master', InvalidArgumentError, 'ERR', false],
+];
+
+test('errors are classified from the reply text', () => {
+  for (const [text, Class, code, retryable] of CASES) {
+    const err = SeckillError.fromReplyText(text);
+    assert.ok(err instanceof Class, text);
+    assert.ok(err instanceof SeckillError && err instanceof Error);
+    assert.equal(err.kind, Class.KIND);
+    assert.equal(err.code, code);
+    assert.equal(err.message, text.slice(code.length + 1));
+    assert.equal(err.retryable, retryable);
+    assert.equal(err.name, Class.name);
+  }
+  assert.equal(SeckillError.fromReplyText('no code here').code, 'ERR');
+  assert.equal(SeckillError.fromReplyText('no code here').message, 'no code here');
+  // Errors of the server's state, not the module's: left to the client.
+  for (const text of [
+    "OOM command not allowed when used memory > 'maxmemory'.",
+    "READONLY You can't write against a read only replica.",
+    'LOADING Redis is loading the dataset in memory',
+    'MOVED 3999 127.0.0.1:6381',
+  ]) {
+    assert.equal(SeckillError.fromReplyText(text), null, text);
+  }
+});
+
+test('from() leaves anything but a reply error alone (the real reply errors are in the server tests)', () => {
+  const plainError = new Error('Connection is closed.');
+  assert.equal(SeckillError.from(plainError), plainError);
+  const typeError = new TypeError('x');
+  assert.equal(SeckillError.from(typeError), typeError);
+  const typed = SeckillError.fromReplyText('ERR syntax error');
+  assert.equal(SeckillError.from(typed), typed);
+  assert.equal(SeckillError.from(undefined), undefined);
+  assert.equal(SeckillError.from('ERR text'), 'ERR text');
+  const oom = Object.assign(new Error("OOM command not allowed when used memory > 'maxmemory'."), { name: 'ReplyError' });
+  assert.equal(SeckillError.from(oom), oom);
+  const constructed = new RequestIdConflictError('custom');
+  assert.equal(constructed.kind, ErrorKind.REQUEST_ID_CONFLICT);
+  assert.equal(constructed.code, 'ERR');
+  assert.equal(constructed.message, 'custom');
+});
+
+test('replies of every integer mapping give the same values', () => {
+  for (const reply of [3, '3', 3n, Buffer.from('3')]) {
+    const r = DeductResult.fromReply(reply);
+    assert.deepEqual([r.outcome, r.stock, r.ok, r.bought], [Outcome.BOUGHT, 3, true, true]);
+  }
+  for (const reply of [9223372036854775807, '9223372036854775807', 9223372036854775807n]) {
+    assert.equal(DeductResult.fromReply(reply).stock, UNLIMITED_STOCK);
+  }
+  assert.equal(UNLIMITED_STOCK, 2 ** 63);
+  assert.equal(BigInt(UNLIMITED_STOCK) - 1n, UNLIMITED_STOCK_BIGINT);
+  assert.equal(UNLIMITED, 'UNLIMITED');
+  const codes = { '-1': Outcome.SOLD_OUT, '-2': Outcome.LIMIT_REACHED, '-3': Outcome.NO_ITEM, '-4': Outcome.CANCELLED, '-5': Outcome.NOT_STARTED, '-6': Outcome.ENDED };
+  for (const [code, outcome] of Object.entries(codes)) {
+    const r = DeductResult.fromReply(Number(code));
+    assert.deepEqual([r.outcome, r.stock, r.ok], [outcome, null, false]);
+  }
+  assert.throws(() => DeductResult.fromReply(-7), TypeError);
+  assert.ok(Object.isFrozen(Outcome) && Object.isFrozen(ConfirmOutcome));
+  assert.throws(() => { 'use strict'; Outcome.BOUGHT = 'x'; }, TypeError);
+});
+
+test('INFO is read from a flat array, an object or a Map alike', () => {
+  const flat = ['stock', 1, 'unlimited', 0, 'limit', 2, 'initial', 5, 'added', 0, 'sold', 6, 'refunded', 2,
+    'held', 0, 'holds', 0, 'expired', 0, 'buyers', 3, 'requests', 4, 'start', 0, 'end', 0,
+    'stream', Buffer.from('app:{x}:orders'), 'stream_maxlen', 0];
+  const obj = {};
+  for (let i = 0; i < flat.length; i += 2) obj[flat[i]] = flat[i + 1];
+  const map = new Map(Object.entries(obj).map(([k, v]) => [Buffer.from(k), v]));
+  const a = ItemInfo.fromReply(flat);
+  assert.deepEqual(ItemInfo.fromReply(obj), a);
+  assert.deepEqual(ItemInfo.fromReply(map), a);
+  assert.equal(a.stream, 'app:{x}:orders');
+  assert.equal(ItemInfo.fromReply(flat, 'app:').stream, '{x}:orders');
+  assert.equal(ItemInfo.fromReply(flat, Buffer.from('app:')).stream, '{x}:orders');
+  assert.equal(ItemInfo.fromReply(flat, 'other:').stream, 'app:{x}:orders');
+  assert.throws(() => ItemInfo.fromReply(['stock', 1]), TypeError);
+});
