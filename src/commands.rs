@@ -12,7 +12,7 @@ use crate::persistence;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
     Change, Confirmation, Deduction, ItemError, LapseMoment, Moment, Order, Outbox, SaleItem,
-    Stock, Verdict, Window, MAX_ID_LEN,
+    Stock, Verdict, Window, MAX_ID_LEN, UNLIMITED_STOCK,
 };
 use crate::stats;
 use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
@@ -34,7 +34,8 @@ pub const SALE_ENDED: i64 = -6;
 // where Redis itself has wording for the same fault, it is reused.
 const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 const ERR_NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
-const ERR_BAD_STOCK: &str = "ERR stock must be a non-negative integer or UNLIMITED";
+const ERR_BAD_STOCK: &str =
+    "ERR stock must be a non-negative integer below 9223372036854775807, or UNLIMITED";
 const ERR_BAD_LIMIT: &str = "ERR LIMIT must be a non-negative integer";
 const ERR_SYNTAX: &str = "ERR syntax error";
 const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
@@ -283,7 +284,8 @@ fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
         return Ok(Stock::Unlimited);
     }
     match integer(arg)? {
-        units if units >= 0 => Ok(Stock::Limited(units)),
+        // The largest integer is how an unlimited item reports its stock.
+        units if (0..UNLIMITED_STOCK).contains(&units) => Ok(Stock::Limited(units)),
         _ => Err(RedisError::Str(ERR_BAD_STOCK)),
     }
 }

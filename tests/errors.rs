@@ -67,8 +67,16 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         ),
         (
             &["SECKILL.INIT", "new", "-1"],
-            "ERR stock must be a non-negative integer or UNLIMITED".into(),
+            "ERR stock must be a non-negative integer below 9223372036854775807, or UNLIMITED"
+                .into(),
         ),
+        // What an unlimited item reports: a limited one may not read so.
+        (
+            &["SECKILL.INIT", "new", "9223372036854775807"],
+            "ERR stock must be a non-negative integer below 9223372036854775807, or UNLIMITED"
+                .into(),
+        ),
+        (&["SECKILL.ADD", "sku:big", "1"], OVERFLOW.into()),
         (
             &["SECKILL.INIT", "new", "1", "LIMIT", "-1"],
             "ERR LIMIT must be a non-negative integer".into(),

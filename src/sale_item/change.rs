@@ -301,9 +301,14 @@ impl SaleItem {
             return Ok(Verdict::Answer(self.remaining()));
         }
         // Everything ever supplied must stay representable, so that a later
-        // refund can always put units back without overflowing.
+        // refund can always put units back without overflowing, and below
+        // the figure an unlimited item reports, so that no limited item's
+        // stock reads as unlimited.
         let added = self.added.checked_add(qty).ok_or(ItemError::Overflow)?;
-        self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
+        let supplied = self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
+        if supplied >= super::UNLIMITED_STOCK {
+            return Err(ItemError::Overflow);
+        }
         let (lapsing, _) = self.lapsing(at, None);
         self.virtual_stock(lapsing)
             .checked_add(qty)

@@ -200,18 +200,22 @@ fn add_restocks_and_counts() {
 
 #[test]
 fn add_that_would_overflow_is_refused_and_changes_nothing() {
-    let mut item = limited(i64::MAX - 1, 0);
+    let mut item = limited(i64::MAX - 2, 0);
     item.deduct(b"alice", 5, None, NOW, None).unwrap();
     let before = item.clone();
-    // Remaining stock has room, but everything supplied would not fit.
+    // Remaining stock has room, but everything supplied would not fit
+    // below the figure an unlimited item reports.
     assert_eq!(item.add(2), Err(ItemError::Overflow));
     assert_eq!(item, before);
     assert_eq!(
         item.add(1),
         Ok(Restock::Added {
-            remaining: i64::MAX - 5
+            remaining: i64::MAX - 6
         })
     );
+    // One short of the largest integer: a limited item never reads as
+    // unlimited.
+    assert_eq!(item.add(1), Err(ItemError::Overflow));
 }
 
 #[test]

@@ -67,7 +67,7 @@ def test_wrong_type(r: redis.Redis, admin: redis.Redis, key: str) -> None:
     ("call", "message"),
     [
         (lambda sk, k: sk.deduct(k, "erin", 0), "value is out of range, must be positive"),
-        (lambda sk, k: sk.init(k, -1), "stock must be a non-negative integer or UNLIMITED"),
+        (lambda sk, k: sk.init(k, -1), "stock must be a non-negative integer below 9223372036854775807, or UNLIMITED"),
         (lambda sk, k: sk.init(k, 1, limit=-1), "LIMIT must be a non-negative integer"),
         (lambda sk, k: sk.init(k, 1, ex=0), "invalid expire time in 'seckill.init' command"),
         (lambda sk, k: sk.init(k, 1, ex=5, px=5), "syntax error"),
