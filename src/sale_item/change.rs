@@ -306,7 +306,7 @@ impl SaleItem {
         // stock reads as unlimited.
         let added = self.added.checked_add(qty).ok_or(ItemError::Overflow)?;
         let supplied = self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
-        if supplied >= super::UNLIMITED_STOCK {
+        if supplied == super::UNLIMITED_STOCK {
             return Err(ItemError::Overflow);
         }
         let (lapsing, _) = self.lapsing(at, None);
