@@ -463,3 +463,21 @@ fn an_rdb_written_at_format_version_4_still_loads() {
     );
     assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v4}:orders"]), 10);
 }
+
+#[test]
+fn an_rdb_written_at_format_version_5_still_loads() {
+    // Saved by the module at format and encoding version 5 (group chunks,
+    // before stock transfers), the same sale as the version 4 fixture:
+    // INIT {sku:v5} 20 LIMIT 3 START 1000000000000 END 4102444800000
+    // STREAM {sku:v5}:orders MAXLEN 100; alice 2 (order-1), bob 1 (order-2),
+    // carol 1; REFUND order-2; dave 2 (hold-1 HOLDUNTIL 4102444800000),
+    // erin 1 (hold-2 HOLDUNTIL 4102444800000); CONFIRM hold-2; frank 3
+    // (hold-3 HOLD 1), lapsed 2 s later; ADD 5; INIT sku:unlimited
+    // UNLIMITED; dave 3 (order-3) on it.
+    let rdb = include_bytes!("fixtures/encoding-v5.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    assert_held_item(&mut con, "{sku:v5}", 100);
+    assert_loaded(&mut con, &UNLIMITED);
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v5}:orders"]), 9);
+}
