@@ -12,7 +12,7 @@ use crate::persistence;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::{
     Change, Confirmation, Deduction, ItemError, LapseMoment, Moment, Order, Outbox, SaleItem,
-    Stock, Verdict, Window, MAX_ID_LEN, UNLIMITED_STOCK,
+    Stock, Take, Verdict, Window, MAX_DESTINATION_LEN, MAX_ID_LEN, UNLIMITED_STOCK,
 };
 use crate::stats;
 use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
@@ -46,6 +46,13 @@ const ERR_BAD_ID: &str = "ERR user ids and request ids must be 1 to 128 bytes";
 const ERR_FULL: &str = "ERR sale item is full: it cannot record more purchases";
 const ERR_REQUEST_MISMATCH: &str =
     "ERR request id was already used by another user or for another quantity";
+const ERR_TRANSFER_MISMATCH: &str =
+    "ERR transfer id was already used for another quantity or the other direction";
+const ERR_UNLIMITED_TRANSFER: &str = "ERR an unlimited item moves no units";
+const ERR_TOO_MANY_TRANSFERS: &str =
+    "ERR sale item is full: it cannot record more transfers (10000 at most)";
+const ERR_BAD_TRANSFER: &str = "ERR transfer id must be 1 to 128 bytes";
+const ERR_BAD_DESTINATION: &str = "ERR destination must be 1 to 255 bytes";
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
 const ERR_STORE: &str = "ERR could not store the sale item";
@@ -73,6 +80,9 @@ impl From<ItemError> for RedisError {
             ItemError::RequestMismatch => ERR_REQUEST_MISMATCH,
             ItemError::NonPositiveQuantity => ERR_NOT_POSITIVE,
             ItemError::BadId => ERR_BAD_ID,
+            ItemError::TransferMismatch => ERR_TRANSFER_MISMATCH,
+            ItemError::UnlimitedTransfer => ERR_UNLIMITED_TRANSFER,
+            ItemError::TooManyTransfers => ERR_TOO_MANY_TRANSFERS,
             ItemError::Full => ERR_FULL,
             ItemError::BadWindow => ERR_BAD_WINDOW,
             ItemError::HoldWithoutId => ERR_HOLD_WITHOUT_ID,
@@ -367,10 +377,18 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
 
 /// SECKILL.ADD key qty
 pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, qty] = args else {
-        return Err(RedisError::WrongArity);
+    let (name, qty, transfer_id) = match args {
+        [_, name, qty] => (name, qty, None),
+        [_, name, qty, keyword, transfer_id] if keyword.is_keyword("ID") => {
+            (name, qty, Some(id(transfer_id, ERR_BAD_TRANSFER)?))
+        }
+        [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
     };
     let qty = positive(qty)?;
+    if let Some(transfer_id) = transfer_id {
+        return receive_transfer(ctx, name, qty, transfer_id);
+    }
     write_item(
         ctx,
         name,
@@ -382,6 +400,140 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
         },
         |item, _, judging| RedisValue::Integer(stock_now(item, judging)),
     )
+}
+
+/// SECKILL.ADD key qty ID transfer_id: units moved here from another part
+/// of a split item, added once per transfer id. Replies the stock after
+/// the first call, to that call and to every replay.
+fn receive_transfer(ctx: &Context, name: &Arg, qty: i64, transfer_id: &[u8]) -> RedisResult {
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_transfer_in(transfer_id, qty)? {
+                Verdict::Answer(reply) => Err(RedisValue::Integer(reply)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.add", judging)),
+            })
+        },
+        |_, reply, _| RedisValue::Integer(reply),
+    )
+}
+
+/// SECKILL.TAKE key qty ID transfer_id [TO destination]: takes up to `qty`
+/// units of the stock in hand out of this part, once per transfer id, and
+/// keeps the transfer open until SETTLE. Replies the units taken.
+pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, qty_arg, keyword, transfer_id, options @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if !keyword.is_keyword("ID") {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    }
+    let requested = positive(qty_arg)?;
+    let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
+    let mut destination = None;
+    // TAKEN k: the units the master took, so that a replica and an AOF
+    // replay record exactly them whatever their stock says. Only the
+    // master and the AOF send it.
+    let mut decided = None;
+    let mut options = options.iter();
+    while let Some(option) = options.next() {
+        let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+        if option.is_keyword("TO") && destination.is_none() {
+            let bytes = value.as_bytes();
+            if bytes.is_empty() || bytes.len() > MAX_DESTINATION_LEN {
+                return Err(RedisError::Str(ERR_BAD_DESTINATION));
+            }
+            destination = Some(bytes);
+        } else if option.is_keyword("TAKEN") && decided.is_none() && master_decided(ctx) {
+            decided = Some(integer(value)?);
+        } else {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        }
+    }
+    let take = Take {
+        transfer_id,
+        requested,
+        destination,
+        decided,
+    };
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            let change = match item.judge_take(take)? {
+                Verdict::Answer(taken) => return Ok(Err(RedisValue::Integer(taken))),
+                Verdict::Change(change) => change,
+            };
+            let Change::Take { taken, .. } = change else {
+                return Ok(Err(RedisValue::Integer(0)));
+            };
+            let mut effect: Vec<Vec<u8>> = vec![
+                name.as_bytes().to_vec(),
+                qty_arg.as_bytes().to_vec(),
+                b"ID".to_vec(),
+                transfer_id.to_vec(),
+            ];
+            if let Some(destination) = destination {
+                effect.push(b"TO".to_vec());
+                effect.push(destination.to_vec());
+            }
+            effect.push(b"TAKEN".to_vec());
+            effect.push(taken.to_string().into_bytes());
+            Ok(Ok(Decision {
+                change,
+                effect: Effect::Rewritten("SECKILL.TAKE", effect),
+                event: Some(c"seckill.take"),
+                at: lapses(judging),
+            }))
+        },
+        |_, taken, _| RedisValue::Integer(taken),
+    )
+}
+
+/// SECKILL.SETTLE key transfer_id: closes a transfer given out once its
+/// units arrived. Replies 1 closed now, 0 closed before (or it took
+/// nothing), -4 no such transfer given out here.
+pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, transfer_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_settle(transfer_id) {
+                Verdict::Answer(reply) => Err(RedisValue::Integer(reply)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.settle", judging)),
+            })
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
+}
+
+/// SECKILL.TRANSFERS key: the transfers this part gave out and that are
+/// not settled, by transfer id, each `[transfer_id, units, destination]`
+/// (nil destination if none was given); nil if there is no item.
+pub fn transfers(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let open = item
+        .open_transfers()
+        .map(|(transfer_id, units, destination)| {
+            RedisValue::Array(vec![
+                RedisValue::StringBuffer(transfer_id.to_vec()),
+                RedisValue::Integer(units),
+                destination.map_or(RedisValue::Null, |d| RedisValue::StringBuffer(d.to_vec())),
+            ])
+        })
+        .collect();
+    Ok(RedisValue::Array(open))
 }
 
 /// How long a hold lasts, as DEDUCT was given it.
@@ -768,7 +920,7 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.
-    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 2);
+    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 4);
     for (field, value) in fields {
         reply_with_bytes(ctx, field.as_bytes());
         raw::reply_with_long_long(ctx.get_raw(), value);
@@ -782,6 +934,12 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     }
     reply_with_bytes(ctx, b"stream_maxlen");
     raw::reply_with_long_long(ctx.get_raw(), item.outbox().map_or(0, |o| o.maxlen));
+    // After the older fields, so that clients reading by position still
+    // find those where they were.
+    for (field, value) in [("moved_out", stats.moved_out), ("moved_in", stats.moved_in)] {
+        reply_with_bytes(ctx, field.as_bytes());
+        raw::reply_with_long_long(ctx.get_raw(), value);
+    }
     Ok(RedisValue::NoReply)
 }
 

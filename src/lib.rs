@@ -171,11 +171,11 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             entry_point: entry_point!(commands::add, 1),
             flags: c"write deny-oom fast",
             docs: Docs {
-                summary: c"Puts more units of a sale item on sale; replies the new stock",
-                complexity: c"O(1)",
-                arity: 3,
+                summary: c"Puts more units of a sale item on sale, or receives units moved from another part once per transfer id; replies the new stock",
+                complexity: c"O(1), O(log T) with a transfer id where T is the number of transfers",
+                arity: -3,
                 keys: ITEM_READ_AND_UPDATED,
-                args: &[KEY, Arg::integer(c"qty")],
+                args: &[KEY, Arg::integer(c"qty"), Arg::string(c"transfer_id").token(c"ID").optional()],
             },
         },
         Command {
@@ -319,8 +319,49 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             },
         },
         Command {
+            name: c"seckill.take",
+            entry_point: entry_point!(commands::take, 12),
+            flags: c"write deny-oom fast",
+            docs: Docs {
+                summary: c"Takes up to qty units out of one part of a split item, once per transfer id; replies the units taken",
+                complexity: c"O(log T) where T is the number of transfers of the item",
+                arity: -5,
+                keys: ITEM_READ_AND_UPDATED,
+                args: &[
+                    KEY,
+                    Arg::integer(c"qty"),
+                    Arg::string(c"transfer_id").token(c"ID"),
+                    Arg::string(c"destination").token(c"TO").optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.settle",
+            entry_point: entry_point!(commands::settle, 13),
+            flags: c"write fast",
+            docs: Docs {
+                summary: c"Closes a transfer given out by TAKE once its units arrived",
+                complexity: c"O(log T) where T is the number of transfers of the item",
+                arity: 3,
+                keys: ITEM,
+                args: &[KEY, Arg::string(c"transfer_id")],
+            },
+        },
+        Command {
+            name: c"seckill.transfers",
+            entry_point: entry_point!(commands::transfers, 14),
+            flags: c"readonly",
+            docs: Docs {
+                summary: c"Lists the transfers a part gave out and that are not settled",
+                complexity: c"O(T) where T is the number of transfers of the item",
+                arity: 2,
+                keys: ITEM_READ,
+                args: &[KEY],
+            },
+        },
+        Command {
             name: c"seckill.loadchunk",
-            entry_point: entry_point!(commands::load_chunk, 12),
+            entry_point: entry_point!(commands::load_chunk, 15),
             flags: c"write deny-oom",
             docs: Docs {
                 summary: c"Loads part of a sale item; written by AOF rewrites, accepted only while loading or from the master",

@@ -6,11 +6,13 @@ mod change;
 pub mod codec;
 mod index;
 mod ledger;
+mod transfer;
 
 pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
 use ledger::{LazyLedger, Lookup};
 pub use ledger::{RequestState, RequestView};
 use std::collections::HashMap;
+pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN, MAX_TRANSFERS};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -144,6 +146,13 @@ pub enum ItemError {
     BadWindow,
     /// A hold is found again by its request id, so it needs one.
     HoldWithoutId,
+    /// The transfer id was used before for another quantity, or for units
+    /// moving the other way.
+    TransferMismatch,
+    /// An unlimited item has no units to move, nor room for more.
+    UnlimitedTransfer,
+    /// The item recorded `MAX_TRANSFERS` transfers already.
+    TooManyTransfers,
 }
 
 /// What a CONFIRM did.
@@ -186,6 +195,9 @@ pub struct ItemStats {
     pub buyers: usize,
     pub requests: usize,
     pub window: Window,
+    /// Units given to, and received from, other parts of a split item.
+    pub moved_out: i64,
+    pub moved_in: i64,
 }
 
 #[derive(Clone)]
@@ -216,6 +228,8 @@ struct Rare {
     /// While the item is rebuilt chunk by chunk (SECKILL.LOADCHUNK): the
     /// records its header announced, checked once they are all in.
     chunks_due: Option<codec::Expected>,
+    /// Stock moved to and from other parts of a split item.
+    transfers: Transfers,
 }
 
 impl SaleItem {
@@ -316,6 +330,8 @@ impl SaleItem {
             buyers: self.ledger.holder_count(),
             requests: self.ledger.request_count(),
             window: self.window(),
+            moved_out: self.moved_out(),
+            moved_in: self.moved_in(),
         }
     }
 
@@ -501,6 +517,7 @@ impl SaleItem {
         let rare = self.rare.as_ref().map_or(0, |rare| {
             std::mem::size_of::<Rare>()
                 + rare.outbox.as_ref().map_or(0, |outbox| outbox.stream.len())
+                + rare.transfers.heap_usage()
         });
         self.ledger.memory_usage() + rare
     }
@@ -520,7 +537,10 @@ type SortedContent<'a> = (Vec<(&'a [u8], i64)>, Vec<(&'a [u8], RequestView<'a>)>
 /// records were stored in.
 impl PartialEq for SaleItem {
     fn eq(&self, other: &Self) -> bool {
-        self.stats() == other.stats() && self.sorted_content() == other.sorted_content()
+        self.stats() == other.stats()
+            && self.sorted_content() == other.sorted_content()
+            && self.transfers().filter(|t| !t.is_empty())
+                == other.transfers().filter(|t| !t.is_empty())
     }
 }
 

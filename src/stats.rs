@@ -38,13 +38,16 @@ impl Counter {
 /// Calls of each command, in the order of the command table.
 pub struct Calls(pub [Counter; COMMANDS]);
 
-pub const COMMANDS: usize = 13;
+pub const COMMANDS: usize = 16;
 
 pub static CALLS: Calls = Calls([const { Counter::new() }; COMMANDS]);
 
 pub static UNITS_SOLD: Counter = Counter::new();
 pub static UNITS_REFUNDED: Counter = Counter::new();
 pub static UNITS_ADDED: Counter = Counter::new();
+/// Units moved to and from other parts of split items.
+pub static UNITS_MOVED_OUT: Counter = Counter::new();
+pub static UNITS_MOVED_IN: Counter = Counter::new();
 
 // DEDUCT calls that sold nothing, by the reason in their reply.
 pub static REFUSED_SOLD_OUT: Counter = Counter::new();
@@ -92,10 +95,12 @@ pub fn fields(commands: &[&str], items_with_holds: Option<usize>) -> Vec<Field> 
         .zip(&CALLS.0)
         .map(|(name, calls)| (format!("{name}_calls"), calls.get()))
         .collect();
-    let named: [(&str, &Counter); 15] = [
+    let named: [(&str, &Counter); 17] = [
         ("units_sold", &UNITS_SOLD),
         ("units_refunded", &UNITS_REFUNDED),
         ("units_added", &UNITS_ADDED),
+        ("units_moved_out", &UNITS_MOVED_OUT),
+        ("units_moved_in", &UNITS_MOVED_IN),
         ("refused_sold_out", &REFUSED_SOLD_OUT),
         ("refused_limit", &REFUSED_LIMIT),
         ("refused_no_item", &REFUSED_NO_ITEM),
@@ -139,10 +144,13 @@ mod tests {
             "bought",
             "holds",
             "info",
+            "take",
+            "settle",
+            "transfers",
             "loadchunk",
         ];
         let fields = fields(&names, Some(7));
-        assert_eq!(fields.len(), COMMANDS + 15 + 1);
+        assert_eq!(fields.len(), COMMANDS + 17 + 1);
         assert_eq!(fields[0].0, "init_calls");
         assert_eq!(fields[COMMANDS].0, "units_sold");
         assert_eq!(
@@ -150,7 +158,7 @@ mod tests {
             &("items_with_pending_holds".to_owned(), 7)
         );
         // Left out, not shown as 0, when the registry could not be read.
-        assert_eq!(super::fields(&names, None).len(), COMMANDS + 15);
+        assert_eq!(super::fields(&names, None).len(), COMMANDS + 17);
     }
 
     #[test]

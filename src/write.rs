@@ -191,6 +191,8 @@ enum Counted {
     Refunded(i64),
     Released,
     Added(i64),
+    MovedOut,
+    MovedIn(i64),
     Other,
 }
 
@@ -205,7 +207,11 @@ impl Counted {
             Change::Refund { qty, .. } => Counted::Refunded(*qty),
             Change::Release(_) => Counted::Released,
             Change::Add(qty) => Counted::Added(*qty),
-            Change::Nothing | Change::Window(_) | Change::Outbox(_) => Counted::Other,
+            Change::Take { .. } => Counted::MovedOut,
+            Change::TransferIn { units, .. } => Counted::MovedIn(*units),
+            Change::Nothing | Change::Window(_) | Change::Outbox(_) | Change::Settle(_) => {
+                Counted::Other
+            }
         }
     }
 
@@ -224,6 +230,8 @@ impl Counted {
             Counted::Refunded(qty) => stats::UNITS_REFUNDED.add(units(qty)),
             Counted::Released => stats::HOLDS_LAPSED.add(units(figure)),
             Counted::Added(qty) => stats::UNITS_ADDED.add(units(qty)),
+            Counted::MovedOut => stats::UNITS_MOVED_OUT.add(units(figure)),
+            Counted::MovedIn(qty) => stats::UNITS_MOVED_IN.add(units(qty)),
             Counted::Other => {}
         }
         stats::HOLDS_LAPSED.add(lapsed as u64);

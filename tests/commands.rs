@@ -290,6 +290,8 @@ fn info_lists_every_field_in_order_under_resp2_and_resp3() {
         ("start", 0),
         ("end", 0),
         ("stream_maxlen", 0),
+        ("moved_out", 0),
+        ("moved_in", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))

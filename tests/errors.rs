@@ -44,7 +44,32 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         // Arity.
         (&["SECKILL.INIT", "sku:1"], arity("seckill.init")),
         (&["SECKILL.ADD", "sku:1"], arity("seckill.add")),
-        (&["SECKILL.ADD", "sku:1", "1", "2"], arity("seckill.add")),
+        (&["SECKILL.ADD", "sku:1", "1", "2"], SYNTAX.into()),
+        (&["SECKILL.ADD", "sku:1", "1", "ID"], SYNTAX.into()),
+        (
+            &["SECKILL.ADD", "sku:1", "1", "ID", ""],
+            "ERR transfer id must be 1 to 128 bytes".into(),
+        ),
+        (&["SECKILL.TAKE", "sku:1", "1", "ID"], arity("seckill.take")),
+        (&["SECKILL.TAKE", "sku:1", "1", "FOR", "t"], SYNTAX.into()),
+        (
+            &["SECKILL.TAKE", "sku:1", "0", "ID", "t"],
+            "ERR value is out of range, must be positive".into(),
+        ),
+        (
+            &["SECKILL.TAKE", "sku:1", "1", "ID", "t", "TO"],
+            SYNTAX.into(),
+        ),
+        (
+            &["SECKILL.TAKE", "sku:1", "1", "ID", "t", "TO", ""],
+            "ERR destination must be 1 to 255 bytes".into(),
+        ),
+        // Only the master and the AOF may say how much was taken.
+        (
+            &["SECKILL.TAKE", "sku:1", "1", "ID", "t", "TAKEN", "1"],
+            SYNTAX.into(),
+        ),
+        (&["SECKILL.SETTLE", "sku:1"], arity("seckill.settle")),
         (
             &["SECKILL.DEDUCT", "sku:1", "alice"],
             arity("seckill.deduct"),

@@ -158,9 +158,9 @@ fn command_info_declares_arity_flags_and_key_access() {
     let server = Server::start();
     let mut con = server.client();
     // (command, arity, flag, key flags)
-    let cases: [(&str, i64, &str, &[&str]); 13] = [
+    let cases: [(&str, i64, &str, &[&str]); 16] = [
         ("seckill.init", -3, "write", &["RW", "insert"]),
-        ("seckill.add", 3, "write", &["RW", "access", "update"]),
+        ("seckill.add", -3, "write", &["RW", "access", "update"]),
         ("seckill.deduct", -4, "write", &["RW", "access", "update"]),
         ("seckill.confirm", 3, "write", &["RW", "update"]),
         ("seckill.release", -3, "write", &["RW", "update"]),
@@ -171,6 +171,9 @@ fn command_info_declares_arity_flags_and_key_access() {
         ("seckill.bought", 3, "readonly", &["RO", "access"]),
         ("seckill.holds", -2, "readonly", &["RO", "access"]),
         ("seckill.info", 2, "readonly", &["RO", "access"]),
+        ("seckill.take", -5, "write", &["RW", "access", "update"]),
+        ("seckill.settle", 3, "write", &["RW", "update"]),
+        ("seckill.transfers", 2, "readonly", &["RO", "access"]),
         ("seckill.loadchunk", 3, "write", &["RW", "insert"]),
     ];
     for (command, arity, flag, key_flags) in cases {
@@ -327,10 +330,15 @@ fn info_seckill_counts_calls_sales_refusals_holds_and_events() {
         ("bought_calls", 1),
         ("holds_calls", 1),
         ("info_calls", 1),
+        ("take_calls", 0),
+        ("settle_calls", 0),
+        ("transfers_calls", 0),
         ("loadchunk_calls", 0),
         ("units_sold", 4),
         ("units_refunded", 2),
         ("units_added", 3),
+        ("units_moved_out", 0),
+        ("units_moved_in", 0),
         ("refused_sold_out", 1),
         ("refused_limit", 1),
         ("refused_no_item", 1),

@@ -249,6 +249,8 @@ fn an_rdb_written_by_the_first_release_still_loads() {
         ("start", 0),
         ("end", 0),
         ("stream_maxlen", 0),
+        ("moved_out", 0),
+        ("moved_in", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))
@@ -322,6 +324,8 @@ const UNLIMITED: Expected = Expected {
         ("start", 0),
         ("end", 0),
         ("stream_maxlen", 0),
+        ("moved_out", 0),
+        ("moved_in", 0),
     ],
     bought: &[("dave", 3)],
     replays: &[("dave", "3", "order-3", i64::MAX)],
@@ -346,6 +350,8 @@ fn held_item(stream_maxlen: i64) -> Vec<(&'static str, i64)> {
         ("start", 1_000_000_000_000),
         ("end", 4_102_444_800_000),
         ("stream_maxlen", stream_maxlen),
+        ("moved_out", 0),
+        ("moved_in", 0),
     ]
 }
 
@@ -408,6 +414,8 @@ fn an_rdb_written_at_format_version_2_still_loads() {
                 ("start", 1_000_000_000_000),
                 ("end", 4_102_444_800_000),
                 ("stream_maxlen", 0),
+                ("moved_out", 0),
+                ("moved_in", 0),
             ],
             bought: &[("alice", 2), ("carol", 1), ("bob", 0)],
             replays: &[("alice", "2", "order-1", 8), ("bob", "1", "order-2", -4)],

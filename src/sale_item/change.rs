@@ -64,6 +64,20 @@ pub enum Change<'a> {
     Add(i64),
     Window(Window),
     Outbox(Option<Outbox>),
+    /// Gives `taken` units to another part (`TAKE`).
+    Take {
+        transfer_id: &'a [u8],
+        requested: i64,
+        taken: i64,
+        destination: Option<&'a [u8]>,
+    },
+    /// Receives `units` from another part (`ADD ... ID`).
+    TransferIn {
+        transfer_id: &'a [u8],
+        units: i64,
+    },
+    /// Closes a transfer given out (`SETTLE`).
+    Settle(&'a [u8]),
 }
 
 /// What judging a write decided.
@@ -305,7 +319,11 @@ impl SaleItem {
         // the figure an unlimited item reports, so that no limited item's
         // stock reads as unlimited.
         let added = self.added.checked_add(qty).ok_or(ItemError::Overflow)?;
-        let supplied = self.initial.checked_add(added).ok_or(ItemError::Overflow)?;
+        let supplied = self
+            .initial
+            .checked_add(added)
+            .and_then(|units| units.checked_add(self.moved_in()))
+            .ok_or(ItemError::Overflow)?;
         if supplied == super::UNLIMITED_STOCK {
             return Err(ItemError::Overflow);
         }
@@ -416,6 +434,14 @@ impl SaleItem {
                 self.set_window(window);
                 1
             }
+            Change::Take {
+                transfer_id,
+                requested,
+                taken,
+                destination,
+            } => self.apply_take(transfer_id, requested, taken, destination),
+            Change::TransferIn { transfer_id, units } => self.apply_transfer_in(transfer_id, units),
+            Change::Settle(transfer_id) => self.apply_settle(transfer_id),
             Change::Outbox(outbox) => {
                 self.set_outbox(outbox);
                 1
@@ -590,7 +616,13 @@ impl SaleItem {
                     events.push(request_event("expire", *handle, after));
                 }
             }
-            Change::Nothing | Change::Add(_) | Change::Window(_) | Change::Outbox(_) => {}
+            Change::Nothing
+            | Change::Add(_)
+            | Change::Window(_)
+            | Change::Outbox(_)
+            | Change::Take { .. }
+            | Change::TransferIn { .. }
+            | Change::Settle(_) => {}
         }
         events
     }

@@ -30,6 +30,16 @@
 //! requests: 'Q' count:u32 { id_len:u8 id user_len:u8 user qty:i64 reply:i64 state:u8
 //!           deadline:i64 }*
 //! ```
+//! Version 6 added stock transfers between the parts of a split item, at
+//! the end of the header, before the record counts:
+//!
+//! ```text
+//!           moved_out moved_in:i64 transfers:u32 { kind:u8 id_len:u8 id
+//!           { requested:varint taken:varint dest_len:u8 dest   (kind 0 open, 1 settled)
+//!           | units:varint reply:varint } }*                   (kind 2 received)
+//! ```
+//! (`dest_len` 0: no destination was given.)
+//!
 //! Older chunks stay readable. Fixed-width integers are little-endian;
 //! varints carry seven bits a byte, low first, at most ten bytes. Every
 //! read is bounds-checked: damaged input yields a [`DecodeError`], never a
@@ -45,12 +55,18 @@
 //! its chunks still saves into something that loads again.
 
 use super::ledger::{sort_by_handle, Buyer, Lookup, NewRequest, RequestState, READ_AHEAD};
+use super::transfer::{Transfer, MAX_TRANSFERS};
 use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN, UNLIMITED_STOCK};
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the outbox,
-/// version 5 group chunks.
-pub const FORMAT_VERSION: u8 = 5;
+/// version 5 group chunks, version 6 stock transfers.
+pub const FORMAT_VERSION: u8 = 6;
+
+// Kinds of transfer records.
+const TRANSFER_OPEN: u8 = 0;
+const TRANSFER_SETTLED: u8 = 1;
+const TRANSFER_RECEIVED: u8 = 2;
 
 pub const RECORDS_PER_CHUNK: usize = 1024;
 /// The most records of each kind a header can have the indexes sized for
@@ -113,6 +129,7 @@ impl SaleItem {
             }
             None => out.push(0),
         }
+        self.encode_transfers(&mut out);
         out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());
         out.extend_from_slice(&(self.ledger.request_count() as u64).to_le_bytes());
         emit(&out);
@@ -227,6 +244,9 @@ impl SaleItem {
                 stream: stream.into(),
                 maxlen: input.non_negative()?,
             }));
+        }
+        if version >= 6 {
+            item.decode_transfers(&mut input)?;
         }
         let expected = Expected {
             buyers: input.u64()?,
@@ -740,24 +760,38 @@ impl SaleItem {
     /// - everything supplied (`initial + added`) fits in an i64, as ADD
     ///   keeps it, so that a refund can always put units back;
     /// - units refunded plus units expired are at most the units sold;
-    /// - a limited item's stock plus the units sold and not given back is
-    ///   what was supplied; an unlimited item was supplied nothing (ADD
-    ///   leaves it alone).
+    /// - a limited item's stock plus the units sold and not given back,
+    ///   plus the units moved to other parts, is what was supplied plus
+    ///   what came from other parts (`stock + sold - refunded - expired +
+    ///   moved_out - moved_in = initial + added`); an unlimited item was
+    ///   supplied nothing (ADD leaves it alone) and moves nothing.
     fn check_counters(&self, holders: u64) -> Result<(), DecodeError> {
         let supplied = self
             .initial
             .checked_add(self.added)
             .ok_or(DecodeError("units supplied overflow"))?;
+        let received = supplied
+            .checked_add(self.moved_in())
+            .ok_or(DecodeError("units supplied overflow"))?;
         let given_back = within(self.refunded.checked_add(self.ledger.expired), self.sold)
             .ok_or(DecodeError("more units given back than sold"))?;
         let net_sold = self.sold - given_back;
         match self.stock {
-            Stock::Limited(stock) if stock.checked_add(net_sold) != Some(supplied) => {
+            Stock::Limited(stock)
+                if stock
+                    .checked_add(net_sold)
+                    .and_then(|units| units.checked_add(self.moved_out()))
+                    != Some(received) =>
+            {
                 return Err(DecodeError(
                     "stock and units sold differ from units supplied",
                 ));
             }
-            Stock::Unlimited if self.initial != 0 || self.added != 0 => {
+            Stock::Unlimited
+                if self.initial != 0
+                    || self.added != 0
+                    || self.transfers().is_some_and(|t| !t.is_empty()) =>
+            {
                 return Err(DecodeError("unlimited item with units supplied"));
             }
             _ => {}
@@ -811,9 +845,127 @@ impl SaleItem {
         Ok(())
     }
 
-    /// Everything ever put on sale; `check_counters` refuses an overflow.
+    /// Everything ever put on sale here, received transfers included:
+    /// a bound of every stock the item had.
     fn supplied(&self) -> i64 {
-        self.initial.saturating_add(self.added)
+        self.supplied_with_transfers()
+    }
+
+    fn encode_transfers(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.moved_out().to_le_bytes());
+        out.extend_from_slice(&self.moved_in().to_le_bytes());
+        let Some(transfers) = self.transfers() else {
+            out.extend_from_slice(&0u32.to_le_bytes());
+            return;
+        };
+        out.extend_from_slice(&(transfers.by_id.len() as u32).to_le_bytes());
+        for (id, transfer) in transfers.iter() {
+            match transfer {
+                Transfer::Out {
+                    requested,
+                    taken,
+                    destination,
+                    open,
+                } => {
+                    out.push(if *open {
+                        TRANSFER_OPEN
+                    } else {
+                        TRANSFER_SETTLED
+                    });
+                    put_id(out, id);
+                    put_varint(out, *requested as u64);
+                    put_varint(out, *taken as u64);
+                    match destination {
+                        Some(destination) => put_id(out, destination),
+                        None => out.push(0),
+                    }
+                }
+                Transfer::In { units, reply } => {
+                    out.push(TRANSFER_RECEIVED);
+                    put_id(out, id);
+                    put_varint(out, *units as u64);
+                    put_varint(out, *reply as u64);
+                }
+            }
+        }
+    }
+
+    /// Reads the transfers of a version 6 header, each checked on its own
+    /// and their sums against the moved counters.
+    fn decode_transfers(&mut self, input: &mut Reader<'_>) -> Result<(), DecodeError> {
+        let moved_out = input.non_negative()?;
+        let moved_in = input.non_negative()?;
+        let count = input.u32()? as usize;
+        if count > MAX_TRANSFERS {
+            return Err(DecodeError("more transfers than an item keeps"));
+        }
+        if count == 0 && moved_out == 0 && moved_in == 0 {
+            return Ok(());
+        }
+        let (mut out_sum, mut in_sum) = (0i64, 0i64);
+        let mut by_id = std::collections::BTreeMap::new();
+        for _ in 0..count {
+            let kind = input.u8()?;
+            let id = input.id()?;
+            let transfer = match kind {
+                TRANSFER_OPEN | TRANSFER_SETTLED => {
+                    let requested = input.non_negative_varint()?;
+                    let taken = input.non_negative_varint()?;
+                    let destination = match input.u8()? {
+                        0 => None,
+                        len => Some(Box::from(input.take(usize::from(len))?)),
+                    };
+                    let open = kind == TRANSFER_OPEN;
+                    if requested == 0 || taken > requested || (open && taken == 0) {
+                        return Err(DecodeError("bad transfer given out"));
+                    }
+                    out_sum = out_sum
+                        .checked_add(taken)
+                        .ok_or(DecodeError("transfers overflow"))?;
+                    Transfer::Out {
+                        requested,
+                        taken,
+                        destination,
+                        open,
+                    }
+                }
+                TRANSFER_RECEIVED => {
+                    let units = input.non_negative_varint()?;
+                    let reply = input.non_negative_varint()?;
+                    if units == 0 {
+                        return Err(DecodeError("bad transfer received"));
+                    }
+                    in_sum = in_sum
+                        .checked_add(units)
+                        .ok_or(DecodeError("transfers overflow"))?;
+                    Transfer::In { units, reply }
+                }
+                _ => return Err(DecodeError("unknown transfer kind")),
+            };
+            if by_id.insert(Box::from(id), transfer).is_some() {
+                return Err(DecodeError("transfer id recorded twice"));
+            }
+        }
+        if out_sum != moved_out || in_sum != moved_in {
+            return Err(DecodeError("transfers differ from the units moved"));
+        }
+        let transfers = self.transfers_mut();
+        transfers.by_id = by_id;
+        transfers.moved_out = moved_out;
+        transfers.moved_in = moved_in;
+        // Replies are stocks the item could have had: at most everything
+        // supplied to it, which is known once the counters are read.
+        let supplied = self.supplied();
+        let replies_ok = self.transfers().into_iter().flat_map(|t| t.iter()).all(
+            |(_, transfer)| match transfer {
+                Transfer::In { reply, .. } => *reply <= supplied,
+                Transfer::Out { .. } => true,
+            },
+        );
+        if !replies_ok {
+            return Err(DecodeError("transfer reply is not a stock the item had"));
+        }
+        Ok(())
     }
 }
 
@@ -1004,7 +1156,8 @@ mod tests {
         } else {
             assert!(stats.stock >= 0);
             assert_eq!(
-                i128::from(stats.stock) + net_sold,
+                i128::from(stats.stock) + net_sold + i128::from(stats.moved_out)
+                    - i128::from(stats.moved_in),
                 i128::from(stats.initial) + i128::from(stats.added),
                 "stock + sold - refunded - expired is what was supplied: {stats:?}"
             );
@@ -1081,6 +1234,10 @@ mod tests {
         /// Holds released by name, as a replica applies its master's.
         Release(Vec<u8>),
         Window(i64, i64),
+        /// A transfer given out, received, or settled (ids 0..8).
+        Take(u8, i64),
+        Receive(u8, i64),
+        Settle(u8),
     }
 
     fn quantity() -> impl Strategy<Value = i64> {
@@ -1100,6 +1257,9 @@ mod tests {
             2 => (0i64..40).prop_map(Op::Wait),
             1 => proptest::collection::vec(0u8..16, 1..4).prop_map(Op::Release),
             1 => (0i64..3_000, 0i64..3_000).prop_map(|(start, end)| Op::Window(start, end)),
+            1 => (0u8..8, quantity()).prop_map(|(id, qty)| Op::Take(id, qty)),
+            1 => (0u8..8, quantity()).prop_map(|(id, qty)| Op::Receive(id, qty)),
+            1 => (0u8..8).prop_map(Op::Settle),
         ]
     }
 
@@ -1153,6 +1313,21 @@ mod tests {
                 if let Ok(window) = Window::new(*start, *end) {
                     item.set_window(window);
                 }
+            }
+            Op::Take(id, qty) => {
+                let id = format!("move{id}");
+                let _ = item.take(crate::sale_item::Take {
+                    transfer_id: id.as_bytes(),
+                    requested: *qty,
+                    destination: Some(b"part:2".as_slice()),
+                    decided: None,
+                });
+            }
+            Op::Receive(id, qty) => {
+                let _ = item.receive(format!("move{id}").as_bytes(), *qty);
+            }
+            Op::Settle(id) => {
+                item.settle(format!("move{id}").as_bytes());
             }
         }
     }

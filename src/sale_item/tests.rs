@@ -1196,3 +1196,317 @@ fn a_rebuild_cut_short_keeps_only_records_that_agree_with_the_counters() {
         "6 units held of 3 sold"
     );
 }
+
+// --- Stock transfers between the parts of a split item ---------------------
+
+fn take<'a>(id: &'a [u8], requested: i64) -> Take<'a> {
+    Take {
+        transfer_id: id,
+        requested,
+        destination: Some(b"part:1"),
+        decided: None,
+    }
+}
+
+#[test]
+fn take_moves_what_is_in_stock_once_per_transfer_id() {
+    let mut source = limited(5, 0);
+    assert_eq!(source.take(take(b"t1", 3)), Ok(3));
+    assert_eq!(source.remaining(), 2);
+    // A replay takes nothing more and answers the same.
+    assert_eq!(source.take(take(b"t1", 3)), Ok(3));
+    assert_eq!(source.remaining(), 2);
+    // Up to what is there: a partial take.
+    assert_eq!(source.take(take(b"t2", 10)), Ok(2));
+    assert_eq!(source.remaining(), 0);
+    assert_eq!(source.take(take(b"t3", 1)), Ok(0));
+    // The same id for another quantity is refused, as for request ids.
+    assert_eq!(
+        source.take(take(b"t1", 4)),
+        Err(ItemError::TransferMismatch)
+    );
+    let stats = source.stats();
+    assert_eq!((stats.moved_out, stats.moved_in), (5, 0));
+    // Open until settled; a take of nothing has nothing to deliver.
+    let open: Vec<_> = source
+        .open_transfers()
+        .map(|(id, units, _)| (id.to_vec(), units))
+        .collect();
+    assert_eq!(open, [(b"t1".to_vec(), 3), (b"t2".to_vec(), 2)]);
+    assert_eq!(source.settle(b"t1"), 1);
+    assert_eq!(source.settle(b"t1"), 0);
+    assert_eq!(source.settle(b"t3"), 0);
+    assert_eq!(source.settle(b"nope"), -4);
+    assert_eq!(source.open_transfers().count(), 1);
+}
+
+#[test]
+fn add_with_a_transfer_id_adds_once_and_replays_its_reply() {
+    let mut part = limited(1, 2);
+    assert_eq!(part.receive(b"t1", 4), Ok(5));
+    part.deduct(b"alice", 2, None, NOW, None).unwrap();
+    assert_eq!(part.receive(b"t1", 4), Ok(5), "replayed, not added again");
+    assert_eq!(part.remaining(), 3);
+    assert_eq!(part.receive(b"t1", 5), Err(ItemError::TransferMismatch));
+    // Ids live in their own namespace, one direction each.
+    assert_eq!(part.take(take(b"t1", 1)), Err(ItemError::TransferMismatch));
+    assert_eq!(part.stats().moved_in, 4);
+    assert_eq!(part.settle(b"t1"), -4, "nothing given out under t1");
+}
+
+#[test]
+fn refunds_after_a_move_put_units_back_where_they_were_sold() {
+    let (mut a, mut b) = (limited(4, 0), limited(0, 0));
+    a.deduct(b"alice", 2, Some(b"o1"), NOW, None).unwrap();
+    assert_eq!(a.take(take(b"t1", 10)), Ok(2));
+    assert_eq!(b.receive(b"t1", 2), Ok(2));
+    a.settle(b"t1");
+    assert_eq!(a.refund(b"o1"), Ok(2));
+    assert_eq!((a.remaining(), b.remaining()), (2, 2));
+    for part in [&a, &b] {
+        let s = part.stats();
+        assert_eq!(
+            s.stock + s.sold - s.refunded - s.expired + s.moved_out - s.moved_in,
+            s.initial + s.added
+        );
+    }
+}
+
+#[test]
+fn an_unlimited_item_moves_nothing_and_bad_transfers_are_refused() {
+    let mut unlimited = SaleItem::new(Stock::Unlimited, 0);
+    assert_eq!(
+        unlimited.take(take(b"t", 1)),
+        Err(ItemError::UnlimitedTransfer)
+    );
+    assert_eq!(
+        unlimited.receive(b"t", 1),
+        Err(ItemError::UnlimitedTransfer)
+    );
+    let mut part = limited(3, 0);
+    let before = part.clone();
+    assert_eq!(
+        part.take(take(b"t", 0)),
+        Err(ItemError::NonPositiveQuantity)
+    );
+    assert_eq!(part.take(take(b"", 1)), Err(ItemError::BadId));
+    assert_eq!(part.receive(b"t", -1), Err(ItemError::NonPositiveQuantity));
+    assert_eq!(
+        part.receive(&[b'x'; MAX_ID_LEN + 1], 1),
+        Err(ItemError::BadId)
+    );
+    assert_eq!(part.receive(b"t", i64::MAX - 3), Err(ItemError::Overflow));
+    assert_eq!(part, before);
+}
+
+#[test]
+fn a_replica_records_the_units_its_master_took() {
+    let mut replica = limited(5, 0);
+    let decided = Take {
+        decided: Some(2),
+        ..take(b"t1", 4)
+    };
+    assert_eq!(replica.take(decided), Ok(2));
+    assert_eq!(replica.remaining(), 3);
+    // A replay, with or without the master's figure, answers the same.
+    assert_eq!(replica.take(take(b"t1", 4)), Ok(2));
+}
+
+#[test]
+fn transfers_survive_a_save_and_load() {
+    let mut part = limited(9, 0);
+    part.take(take(b"t1", 4)).unwrap();
+    part.take(Take {
+        destination: None,
+        ..take(b"t2", 1)
+    })
+    .unwrap();
+    part.settle(b"t2");
+    part.receive(b"t3", 7).unwrap();
+    let mut chunks = Vec::new();
+    part.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
+    let (mut loaded, expected): (SaleItem, Expected) = SaleItem::decode_header(&chunks[0]).unwrap();
+    for chunk in &chunks[1..] {
+        loaded.load_chunk(chunk).unwrap();
+    }
+    loaded.check_loaded(expected).unwrap();
+    assert_eq!(loaded, part);
+    assert_eq!(loaded.transfers(), part.transfers());
+    assert!(is_header(&chunks[0]));
+    // A header whose transfers do not add up to the moved units is refused.
+    let mut damaged = chunks[0].clone();
+    let moved_out_at = damaged.len() - 16 - part_transfer_bytes(&part) - 4 - 16;
+    damaged[moved_out_at] ^= 1;
+    assert_eq!(
+        SaleItem::decode_header(&damaged).map(|_| ()),
+        Err(DecodeError("transfers differ from the units moved"))
+    );
+}
+
+/// Bytes the transfer records of `part` take in its header.
+fn part_transfer_bytes(part: &SaleItem) -> usize {
+    let mut out = Vec::new();
+    part.encode_chunks(|chunk| {
+        if out.is_empty() {
+            out = chunk.to_vec();
+        }
+    });
+    let mut bare = part.clone();
+    if let Some(rare) = bare.rare.as_mut() {
+        rare.transfers = Transfers::default();
+    }
+    let mut without = Vec::new();
+    bare.encode_chunks(|chunk| {
+        if without.is_empty() {
+            without = chunk.to_vec();
+        }
+    });
+    out.len() - without.len()
+}
+
+#[derive(Clone, Debug)]
+enum SplitOp {
+    /// A buyer of part `part` buys `qty` units, with request id `n`.
+    Buy {
+        part: usize,
+        user: u8,
+        qty: i64,
+    },
+    Refund {
+        part: usize,
+        request: u8,
+    },
+    /// A mover takes up to `qty` from `from` for `to` under id `n`; it may
+    /// die before adding (`deliver` false), and may retry both steps.
+    Move {
+        from: usize,
+        to: usize,
+        n: u8,
+        qty: i64,
+        deliver: bool,
+        settle: bool,
+    },
+    /// The next mover finishes every open transfer from what the parts hold.
+    Recover,
+}
+
+fn split_op() -> impl Strategy<Value = SplitOp> {
+    prop_oneof![
+        4 => (0usize..3, 0u8..10, 1i64..4).prop_map(|(part, user, qty)| SplitOp::Buy { part, user, qty }),
+        1 => (0usize..3, 0u8..30).prop_map(|(part, request)| SplitOp::Refund { part, request }),
+        3 => (0usize..3, 0usize..3, 0u8..12, 1i64..8, any::<bool>(), any::<bool>())
+            .prop_map(|(from, to, n, qty, deliver, settle)| SplitOp::Move { from, to, n, qty, deliver, settle }),
+        1 => Just(SplitOp::Recover),
+    ]
+}
+
+/// Destinations are recorded as the part's index.
+fn part_name(index: usize) -> Vec<u8> {
+    format!("part:{index}").into_bytes()
+}
+
+proptest! {
+    /// Over any mix of purchases, refunds, moves that die half-way and are
+    /// retried, and recoveries, no unit is created or lost: summed over the
+    /// parts, stock plus units sold and not given back is the stock split
+    /// at the start, and each part keeps its own bookkeeping. Once every
+    /// open transfer is recovered, the units moved out equal those moved
+    /// in.
+    #[test]
+    fn moves_between_parts_never_create_or_lose_a_unit(
+        stocks in proptest::collection::vec(0i64..20, 3),
+        ops in proptest::collection::vec(split_op(), 0..60),
+    ) {
+        let mut parts: Vec<SaleItem> = stocks.iter().map(|units| limited(*units, 2)).collect();
+        let total: i64 = stocks.iter().sum();
+        let mut request = 0u32;
+        for op in &ops {
+            match op {
+                SplitOp::Buy { part, user, qty } => {
+                    request += 1;
+                    let id = format!("o{request}");
+                    let _ = parts[*part].deduct(&[*user], *qty, Some(id.as_bytes()), NOW, None);
+                }
+                SplitOp::Refund { part, request } => {
+                    let _ = parts[*part].refund(format!("o{request}").as_bytes());
+                }
+                SplitOp::Move { from, to, n, qty, deliver, settle } => {
+                    if from == to {
+                        continue;
+                    }
+                    let id = format!("m{from}>{to}:{n}");
+                    let destination = part_name(*to);
+                    let taken = parts[*from].take(Take {
+                        transfer_id: id.as_bytes(),
+                        requested: *qty,
+                        destination: Some(&destination),
+                        decided: None,
+                    });
+                    if let (Ok(taken), true) = (taken, *deliver) {
+                        if taken > 0 {
+                            parts[*to].receive(id.as_bytes(), taken).unwrap();
+                            if *settle {
+                                parts[*from].settle(id.as_bytes());
+                            }
+                        }
+                    }
+                }
+                SplitOp::Recover => recover(&mut parts),
+            }
+            let mut units = 0i64;
+            for part in &parts {
+                let s = part.stats();
+                prop_assert_eq!(
+                    s.stock + s.sold - s.refunded - s.expired + s.moved_out - s.moved_in,
+                    s.initial + s.added
+                );
+                units += s.stock + s.sold - s.refunded - s.expired;
+            }
+            // Units in flight (taken, not yet added) are the open transfers
+            // not yet delivered.
+            let in_flight: i64 = undelivered(&parts);
+            prop_assert_eq!(units + in_flight, total);
+        }
+        recover(&mut parts);
+        let moved_out: i64 = parts.iter().map(SaleItem::moved_out).sum();
+        let moved_in: i64 = parts.iter().map(SaleItem::moved_in).sum();
+        prop_assert_eq!(moved_out, moved_in);
+        prop_assert!(parts.iter().all(|part| part.open_transfers().count() == 0));
+    }
+}
+
+/// What a mover does at start: adds every open transfer to its destination
+/// (a replay if it arrived already) and settles it at its source.
+fn recover(parts: &mut [SaleItem]) {
+    for from in 0..parts.len() {
+        let open: Vec<(Vec<u8>, i64, Vec<u8>)> = parts[from]
+            .open_transfers()
+            .map(|(id, units, to)| (id.to_vec(), units, to.unwrap_or_default().to_vec()))
+            .collect();
+        for (id, units, to) in open {
+            let to = (0..parts.len()).find(|i| part_name(*i) == to).unwrap();
+            parts[to].receive(&id, units).unwrap();
+            assert_eq!(parts[from].settle(&id), 1);
+        }
+    }
+}
+
+/// Units taken out of a part and not received by their destination.
+fn undelivered(parts: &[SaleItem]) -> i64 {
+    let mut units = 0;
+    for part in parts {
+        for (id, taken, to) in part.open_transfers() {
+            let to = (0..parts.len())
+                .find(|i| Some(part_name(*i).as_slice()) == to)
+                .unwrap();
+            let arrived = parts[to].transfers().is_some_and(|t| {
+                t.iter()
+                    .any(|(other, transfer)| other == id && matches!(transfer, Transfer::In { .. }))
+            });
+            if !arrived {
+                units += taken;
+            }
+        }
+    }
+    units
+}
