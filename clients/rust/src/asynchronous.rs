@@ -1,7 +1,9 @@
 //! The same commands on async connections.
 
 use crate::command::{self, Deduct, Init};
-use crate::reply::{ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo};
+use crate::reply::{
+    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, SettleOutcome, Transfer,
+};
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
 use std::future::Future;
@@ -130,6 +132,42 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         key: K,
     ) -> impl Future<Output = Result<Option<ItemInfo>>> + Send {
         query(command::info(key), self)
+    }
+
+    fn seckill_take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        destination: Option<D>,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::take(key, qty, transfer_id, destination);
+        async move { query::<ItemFigure, _>(cmd, self).await.map(|f| f.0) }
+    }
+
+    fn seckill_add_transfer<K: ToRedisArgs, T: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::add_transfer(key, qty, transfer_id);
+        async move { query::<ItemFigure, _>(cmd, self).await.map(|f| f.0) }
+    }
+
+    fn seckill_settle<K: ToRedisArgs, T: ToRedisArgs>(
+        &mut self,
+        key: K,
+        transfer_id: T,
+    ) -> impl Future<Output = Result<SettleOutcome>> + Send {
+        query(command::settle(key, transfer_id), self)
+    }
+
+    fn seckill_transfers<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+    ) -> impl Future<Output = Result<Option<Vec<Transfer>>>> + Send {
+        query(command::transfers(key), self)
     }
 }
 

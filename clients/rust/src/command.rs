@@ -282,3 +282,39 @@ pub fn holds<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: Option<U>) -> Cmd {
 pub fn info<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.INFO", key)
 }
+
+/// `SECKILL.TAKE key qty ID transfer_id [TO destination]` → `ItemFigure`
+/// (the units taken; `None` without an item)
+pub fn take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(
+    key: K,
+    qty: i64,
+    transfer_id: T,
+    destination: Option<D>,
+) -> Cmd {
+    let mut cmd = keyed("SECKILL.TAKE", key);
+    cmd.arg(qty).arg("ID").arg(transfer_id);
+    if let Some(destination) = destination {
+        cmd.arg("TO").arg(destination);
+    }
+    cmd
+}
+
+/// `SECKILL.ADD key qty ID transfer_id` → `ItemFigure` (the stock after
+/// the first call, replied again to a replay)
+pub fn add_transfer<K: ToRedisArgs, T: ToRedisArgs>(key: K, qty: i64, transfer_id: T) -> Cmd {
+    let mut cmd = keyed("SECKILL.ADD", key);
+    cmd.arg(qty).arg("ID").arg(transfer_id);
+    cmd
+}
+
+/// `SECKILL.SETTLE key transfer_id` → `SettleOutcome`
+pub fn settle<K: ToRedisArgs, T: ToRedisArgs>(key: K, transfer_id: T) -> Cmd {
+    let mut cmd = keyed("SECKILL.SETTLE", key);
+    cmd.arg(transfer_id);
+    cmd
+}
+
+/// `SECKILL.TRANSFERS key` → `Option<Vec<Transfer>>`
+pub fn transfers<K: ToRedisArgs>(key: K) -> Cmd {
+    keyed("SECKILL.TRANSFERS", key)
+}

@@ -7,7 +7,8 @@ use std::fmt;
 /// error text in this one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// A request id reused for another user or another quantity.
+    /// A request id reused for another user or another quantity, or a
+    /// transfer id reused for another quantity or direction.
     RequestIdConflict,
     /// The item's order stream cannot take the write's event; nothing
     /// changed. Retryable when the code is `TRYAGAIN`.
@@ -38,20 +39,24 @@ impl ErrorKind {
     /// The kind of a server error, by its code and text; `None` for errors
     /// that are not the module's (`MOVED`, `OOM`, `READONLY`, ...).
     pub fn of_server_error(code: &str, message: &str) -> Option<ErrorKind> {
-        Some(if message.contains("request id was already used") {
-            ErrorKind::RequestIdConflict
-        } else if message.contains("the item's order stream") {
-            ErrorKind::OrderStream
-        } else if message.contains("sale item is full") {
-            ErrorKind::ItemFull
-        } else {
-            match code {
-                "WRONGTYPE" => ErrorKind::WrongType,
-                "NOPERM" => ErrorKind::NoPermission,
-                "ERR" => ErrorKind::InvalidArgument,
-                _ => return None,
-            }
-        })
+        Some(
+            if message.contains("request id was already used")
+                || message.contains("transfer id was already used")
+            {
+                ErrorKind::RequestIdConflict
+            } else if message.contains("the item's order stream") {
+                ErrorKind::OrderStream
+            } else if message.contains("sale item is full") {
+                ErrorKind::ItemFull
+            } else {
+                match code {
+                    "WRONGTYPE" => ErrorKind::WrongType,
+                    "NOPERM" => ErrorKind::NoPermission,
+                    "ERR" => ErrorKind::InvalidArgument,
+                    _ => return None,
+                }
+            },
+        )
     }
 }
 

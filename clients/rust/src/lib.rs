@@ -26,12 +26,15 @@
 pub mod command;
 mod error;
 pub mod reply;
+pub mod split;
 
 pub use command::{Deduct, Expiry, Init, Stock};
 pub use error::{Error, ErrorKind, Result, SeckillError};
 pub use reply::{
-    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, Outcome, UNLIMITED_STOCK,
+    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, Outcome, SettleOutcome, Transfer,
+    UNLIMITED_STOCK,
 };
+pub use split::SplitItem;
 
 use redis::{FromRedisValue, ToRedisArgs};
 
@@ -122,6 +125,40 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
 
     fn seckill_info<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<ItemInfo>> {
         query(command::info(key), self)
+    }
+
+    /// Units taken out of this part; `None` without an item.
+    fn seckill_take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        destination: Option<D>,
+    ) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::take(key, qty, transfer_id, destination), self).map(|f| f.0)
+    }
+
+    /// Units received once per transfer id: the stock after the first
+    /// call; `None` without an item.
+    fn seckill_add_transfer<K: ToRedisArgs, T: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+    ) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::add_transfer(key, qty, transfer_id), self).map(|f| f.0)
+    }
+
+    fn seckill_settle<K: ToRedisArgs, T: ToRedisArgs>(
+        &mut self,
+        key: K,
+        transfer_id: T,
+    ) -> Result<SettleOutcome> {
+        query(command::settle(key, transfer_id), self)
+    }
+
+    fn seckill_transfers<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<Vec<Transfer>>> {
+        query(command::transfers(key), self)
     }
 }
 

@@ -172,6 +172,10 @@ pub struct ItemInfo {
     pub end: i64,
     pub stream: Option<String>,
     pub stream_maxlen: i64,
+    /// Units moved to, and received from, other parts of a split item (0
+    /// from a module older than transfers).
+    pub moved_out: i64,
+    pub moved_in: i64,
 }
 
 impl FromRedisValue for ItemInfo {
@@ -211,11 +215,57 @@ impl FromRedisValue for ItemInfo {
                 "start" => &mut info.start,
                 "end" => &mut info.end,
                 "stream_maxlen" => &mut info.stream_maxlen,
+                "moved_out" => &mut info.moved_out,
+                "moved_in" => &mut info.moved_in,
                 // A newer module may add fields: older clients skip them.
                 _ => continue,
             };
             *slot = number;
         }
         Ok(info)
+    }
+}
+
+/// The reply of `SECKILL.SETTLE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SettleOutcome {
+    /// `1`: the transfer is closed now.
+    Settled,
+    /// `0`: it was closed before (or took nothing).
+    AlreadySettled,
+    /// `-4`: this part gave out no transfer under that id.
+    Unknown,
+    /// `-3`: no such item.
+    NoItem,
+}
+
+impl FromRedisValue for SettleOutcome {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        Ok(match integer(&value)? {
+            1 => SettleOutcome::Settled,
+            0 => SettleOutcome::AlreadySettled,
+            -4 => SettleOutcome::Unknown,
+            -3 => SettleOutcome::NoItem,
+            other => return Err(format!("unknown SETTLE reply {other}").into()),
+        })
+    }
+}
+
+/// A transfer given out and not settled, as `SECKILL.TRANSFERS` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub transfer_id: String,
+    pub units: i64,
+    pub destination: Option<String>,
+}
+
+impl FromRedisValue for Transfer {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let (transfer_id, units, destination) = FromRedisValue::from_redis_value(value)?;
+        Ok(Transfer {
+            transfer_id,
+            units,
+            destination,
+        })
     }
 }

@@ -4,9 +4,11 @@
 
 use redis::Connection;
 use seckill_client::command;
+use seckill_client::split::{self, SplitItem};
 use seckill_client::{
     AsyncSeckillCommands, ConfirmOutcome, Deduct, DeductResult, ErrorKind, Expiry, Hold, Init,
-    ItemFigure, ItemInfo, Outcome, SeckillCommands, Stock, UNLIMITED_STOCK,
+    ItemFigure, ItemInfo, Outcome, SeckillCommands, SettleOutcome, Stock, Transfer,
+    UNLIMITED_STOCK,
 };
 use seckill_harness::cluster::Cluster;
 use seckill_harness::{ok, server_info, Server};
@@ -149,6 +151,8 @@ fn every_command(con: &mut Connection) {
             end: 0,
             stream: Some("{sku:1}:orders".into()),
             stream_maxlen: 100,
+            moved_out: 0,
+            moved_in: 0,
         }
     );
     assert!(con
@@ -412,4 +416,112 @@ fn async_connections_have_the_same_commands() {
             .unwrap_err();
         assert_eq!(conflict.kind(), Some(ErrorKind::RequestIdConflict));
     });
+}
+
+#[test]
+fn stock_moves_between_parts_once_per_transfer_id() {
+    let server = Server::start();
+    let mut con = connect(&server, true);
+    con.seckill_init(&Init::new("p0", 10)).unwrap();
+    con.seckill_init(&Init::new("p1", 0)).unwrap();
+    assert_eq!(
+        con.seckill_take("p0", 4, "m1", Some("p1")).unwrap(),
+        Some(4)
+    );
+    assert_eq!(
+        con.seckill_take("p0", 4, "m1", Some("p1")).unwrap(),
+        Some(4)
+    );
+    assert_eq!(
+        con.seckill_transfers("p0").unwrap().unwrap(),
+        [Transfer {
+            transfer_id: "m1".into(),
+            units: 4,
+            destination: Some("p1".into())
+        }]
+    );
+    assert_eq!(con.seckill_add_transfer("p1", 4, "m1").unwrap(), Some(4));
+    assert_eq!(con.seckill_add_transfer("p1", 4, "m1").unwrap(), Some(4));
+    assert_eq!(
+        con.seckill_settle("p0", "m1").unwrap(),
+        SettleOutcome::Settled
+    );
+    assert_eq!(
+        con.seckill_settle("p0", "m1").unwrap(),
+        SettleOutcome::AlreadySettled
+    );
+    assert_eq!(
+        con.seckill_settle("p0", "m9").unwrap(),
+        SettleOutcome::Unknown
+    );
+    assert_eq!(
+        con.seckill_settle("none", "m1").unwrap(),
+        SettleOutcome::NoItem
+    );
+    assert_eq!(
+        con.seckill_take("none", 1, "m", None::<&str>).unwrap(),
+        None
+    );
+    assert_eq!(con.seckill_transfers("none").unwrap(), None);
+    assert!(con.seckill_transfers("p0").unwrap().unwrap().is_empty());
+    let info = con.seckill_info("p0").unwrap().unwrap();
+    assert_eq!((info.moved_out, info.moved_in), (4, 0));
+    let info = con.seckill_info("p1").unwrap().unwrap();
+    assert_eq!((info.moved_out, info.moved_in), (0, 4));
+    let reused = con.seckill_add_transfer("p1", 5, "m1").unwrap_err();
+    assert_eq!(reused.kind(), Some(ErrorKind::RequestIdConflict));
+}
+
+/// Part names whose slots three different masters own, found by asking
+/// the cluster (`CLUSTER KEYSLOT`), so that each part is on its own shard.
+fn parts_on_three_masters(cluster: &Cluster, item: &str) -> Vec<String> {
+    let mut owners_seen = Vec::new();
+    let mut parts = Vec::new();
+    for i in 0.. {
+        let name = format!("{item}:part:{i}");
+        let owner = cluster.owner(cluster.slot(&name));
+        if !owners_seen.contains(&owner) {
+            owners_seen.push(owner);
+            parts.push(name);
+        }
+        if parts.len() == 3 {
+            break;
+        }
+    }
+    parts
+}
+
+#[test]
+fn a_split_item_pins_each_user_to_one_part_on_a_cluster() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    let item = SplitItem::new(parts_on_three_masters(&cluster, "sku:split"));
+    let created = item
+        .init(&mut con, 100, |key, share| Init::new(key, share).limit(2))
+        .unwrap();
+    assert_eq!(created, [true, true, true]);
+    let shares: Vec<i64> = item
+        .info(&mut con)
+        .unwrap()
+        .into_iter()
+        .map(|info| info.unwrap().initial)
+        .collect();
+    assert_eq!(shares, [34, 33, 33]);
+    let mut sold = 0;
+    for n in 0..200 {
+        let user = format!("user:{n}");
+        let result = item
+            .deduct(&mut con, &user, |key| Deduct::new(key, user.as_str(), 1))
+            .unwrap();
+        if result.bought() {
+            sold += 1;
+            // On the user's own part, and nowhere else.
+            for (index, part) in item.parts().iter().enumerate() {
+                let bought = con.seckill_bought(part, &user).unwrap().unwrap();
+                assert_eq!(bought, i64::from(index == item.part_for(&user)));
+            }
+        }
+    }
+    assert_eq!(item.stock(&mut con).unwrap(), Some(100 - sold));
+    assert_eq!(split::fnv1a32(b"a"), 0xe40c_292c);
 }
