@@ -52,6 +52,19 @@ export interface StreamOptions {
   maxlen?: SeckillInt;
 }
 
+export interface AddOptions {
+  /**
+   * Receives units moved from another part (SECKILL.ADD ... ID): added once
+   * per transfer id; a retry adds nothing and gets the same reply.
+   */
+  transferId?: SeckillId;
+}
+
+export interface TakeOptions {
+  /** The part the units go to (recorded with the transfer). keyPrefix applies to it too. */
+  to?: SeckillKey | null;
+}
+
 // ---- values -------------------------------------------------------------
 
 /** Pass as `init`'s stock for an item that never runs out. */
@@ -85,6 +98,17 @@ export declare const ConfirmOutcome: Readonly<{
 }>;
 export type ConfirmOutcome = (typeof ConfirmOutcome)[keyof typeof ConfirmOutcome];
 
+export declare const SettleOutcome: Readonly<{
+  /** The transfer was open and is closed now. */
+  SETTLED: 'SETTLED';
+  /** It was closed before, or its TAKE took nothing. */
+  ALREADY_SETTLED: 'ALREADY_SETTLED';
+  /** No such transfer was given out by this part. */
+  UNKNOWN: 'UNKNOWN';
+  NO_ITEM: 'NO_ITEM';
+}>;
+export type SettleOutcome = (typeof SettleOutcome)[keyof typeof SettleOutcome];
+
 /** What `deduct` returns. */
 export declare class DeductResult {
   private constructor();
@@ -107,6 +131,15 @@ export declare class Hold {
   readonly deadline: number;
 }
 
+/** A transfer given out by `take` and not settled yet. Ids are strings, or Buffers when they are not valid UTF-8. */
+export declare class Transfer {
+  private constructor();
+  readonly transferId: string | Buffer;
+  readonly units: number;
+  /** The part the units go to, as `take` named it (keyPrefix removed), or null if none was given. */
+  readonly destination: string | Buffer | null;
+}
+
 /** An item's counters (SECKILL.INFO), the same under RESP2 and RESP3. */
 export declare class ItemInfo {
   private constructor();
@@ -127,6 +160,10 @@ export declare class ItemInfo {
   /** The order stream's key as the caller named it (keyPrefix removed), or null. */
   readonly stream: string | Buffer | null;
   readonly streamMaxlen: number;
+  /** Units ever taken out by `take` (moved to other parts); 0 from a module without transfers. */
+  readonly movedOut: number;
+  /** Units ever received by `add` with a transferId; 0 from a module without transfers. */
+  readonly movedIn: number;
 }
 
 // ---- errors -------------------------------------------------------------
@@ -178,8 +215,8 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   release(key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>): R['release'];
   /** SECKILL.REFUND: units given back (0 unknown or already refunded); null if no item. */
   refund(key: SeckillKey, requestId: SeckillId): R['refund'];
-  /** SECKILL.ADD: the new stock; null if no item. */
-  add(key: SeckillKey, qty: SeckillInt): R['add'];
+  /** SECKILL.ADD: the new stock (with a transferId, once per id; a retry: the same reply); null if no item. */
+  add(key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null): R['add'];
   /** SECKILL.WINDOW (0 or null = open side): true; null if no item. */
   window(key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null): R['window'];
   /** SECKILL.STREAM: sets (or, without a stream key, clears) the order stream; true; null if no item. */
@@ -192,6 +229,15 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   holds(key: SeckillKey, user?: SeckillId | null): R['holds'];
   /** SECKILL.INFO: the item's counters; null if no item. */
   info(key: SeckillKey): R['info'];
+  /**
+   * SECKILL.TAKE: takes up to `qty` units of the stock in hand out of this
+   * part, once per transfer id; the units taken (0 if none; a retry: the same); null if no item.
+   */
+  take(key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null): R['take'];
+  /** SECKILL.SETTLE: closes a transfer given out by `take` once its units arrived. */
+  settle(key: SeckillKey, transferId: SeckillId): R['settle'];
+  /** SECKILL.TRANSFERS: the transfers given out and not settled, by transfer id; null if no item. */
+  transfers(key: SeckillKey): R['transfers'];
 }
 
 /** What each command's reply becomes. */
@@ -208,10 +254,67 @@ export interface SeckillValues {
   bought: number | null;
   holds: Hold[] | null;
   info: ItemInfo | null;
+  take: number | null;
+  settle: SettleOutcome;
+  transfers: Transfer[] | null;
 }
 
 /** The commands as promises of their values (ioredis: client.seckill). */
 export type SeckillCommands = SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
+
+// ---- split items ------------------------------------------------------------
+
+/** FNV-1a, 32 bits (an unsigned integer), over bytes; a string is hashed as its UTF-8 bytes. */
+export declare function fnv1a32(data: string | Buffer | Uint8Array): number;
+
+/** The commands SplitItem calls, as a client with seckill has them (node-redis module or ioredis installer). */
+export interface SplitItemClient {
+  readonly seckill: {
+    init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): Promise<boolean>;
+    deduct(key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): Promise<DeductResult>;
+    confirm(key: SeckillKey, requestId: SeckillId): Promise<ConfirmOutcome>;
+    refund(key: SeckillKey, requestId: SeckillId): Promise<number | null>;
+    bought(key: SeckillKey, user: SeckillId): Promise<number | null>;
+    get(key: SeckillKey): Promise<number | null>;
+    info(key: SeckillKey): Promise<ItemInfo | null>;
+  };
+}
+
+/**
+ * One sale item split into parts (usually on different shards). Each user
+ * always reaches the same part (FNV-1a 32 of the user id's bytes, modulo the
+ * number of parts), so the per-user limit stays exact.
+ */
+export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
+  /**
+   * @param client a node-redis client or cluster created with `{ modules: { seckill } }`,
+   *   or an ioredis Redis or Cluster after `installSeckill()`
+   * @param parts the parts' key names, in order
+   */
+  constructor(client: C, parts: readonly SeckillKey[]);
+  readonly client: C;
+  /** The parts' key names, in order. */
+  readonly parts: readonly SeckillKey[];
+  /** The default part names: `${item}:part:0` ... `${item}:part:${n - 1}`. */
+  static named(item: string, n: number): string[];
+  static named(item: SeckillKey, n: number): SeckillKey[];
+  /** The index of the user's part. */
+  partFor(user: SeckillId): number;
+  /** Creates every part with its share of `totalStock` (part i: floor(total / n), +1 for i < total % n); per part, true if created. */
+  init(totalStock: SeckillInt, options?: InitOptions): Promise<boolean[]>;
+  /** SECKILL.DEDUCT on the user's part. */
+  deduct(user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): Promise<DeductResult>;
+  /** SECKILL.CONFIRM on the user's part. */
+  confirm(user: SeckillId, requestId: SeckillId): Promise<ConfirmOutcome>;
+  /** SECKILL.REFUND on the user's part. */
+  refund(user: SeckillId, requestId: SeckillId): Promise<number | null>;
+  /** SECKILL.BOUGHT on the user's part. */
+  bought(user: SeckillId): Promise<number | null>;
+  /** The remaining stock summed over the parts (missing parts count 0); null if no part exists. */
+  stock(): Promise<number | null>;
+  /** SECKILL.INFO of every part, in order (null for a missing part). */
+  info(): Promise<Array<ItemInfo | null>>;
+}
 
 export { seckill, SeckillModule } from './node-redis';
 export { installSeckill, WithSeckill, SeckillPipeline, InstallSeckillOptions } from './ioredis';

@@ -6,6 +6,7 @@
 
 const values = require('./lib/values');
 const errors = require('./lib/errors');
+const split = require('./lib/split');
 const { seckill } = require('./node-redis');
 const { installSeckill } = require('./ioredis');
 
@@ -17,9 +18,13 @@ module.exports = {
   UNLIMITED_STOCK_BIGINT: values.UNLIMITED_STOCK_BIGINT,
   Outcome: values.Outcome,
   ConfirmOutcome: values.ConfirmOutcome,
+  SettleOutcome: values.SettleOutcome,
   DeductResult: values.DeductResult,
   Hold: values.Hold,
+  Transfer: values.Transfer,
   ItemInfo: values.ItemInfo,
+  SplitItem: split.SplitItem,
+  fnv1a32: split.fnv1a32,
   ErrorKind: errors.ErrorKind,
   SeckillError: errors.SeckillError,
   RequestIdConflictError: errors.RequestIdConflictError,

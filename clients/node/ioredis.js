@@ -59,11 +59,15 @@ function seckillCommandClass(Command) {
   let SeckillCommand = classes.get(Command);
   if (SeckillCommand) return SeckillCommand;
   SeckillCommand = class SeckillCommand extends Command {
-    constructor(spec, args, keyIndexes, keyPrefix) {
+    // keyIndexes: the command's keys (routing, same-slot checks); nameIndexes:
+    // other key names that get keyPrefix too (TAKE's TO destination, a part
+    // that may live in another slot).
+    constructor(spec, args, keyIndexes, keyPrefix, nameIndexes = []) {
       const hasPrefix = keyPrefix !== undefined && keyPrefix !== null && keyPrefix.length > 0;
       if (hasPrefix) {
         args = args.slice();
         for (const i of keyIndexes) args[i] = prefixed(keyPrefix, args[i]);
+        for (const i of nameIndexes) args[i] = prefixed(keyPrefix, args[i]);
       }
       // replyEncoding null: strings arrive as Buffers, decoded by the parser
       // (ids that are not UTF-8 stay Buffers). No keyPrefix option: applied above.
@@ -111,8 +115,8 @@ function usesAutoPipelining(client, flat, key) {
 function makeMethod(spec, flat, SeckillCommand, builtin) {
   return function seckillCommand(...callArgs) {
     if (this.isPipeline) {
-      const { args, keys } = spec.build(...callArgs);
-      this.sendCommand(new SeckillCommand(spec, args, keys, this.options.keyPrefix));
+      const { args, keys, names } = spec.build(...callArgs);
+      this.sendCommand(new SeckillCommand(spec, args, keys, this.options.keyPrefix, names));
       return this;
     }
     let built;
@@ -126,7 +130,7 @@ function makeMethod(spec, flat, SeckillCommand, builtin) {
       // calls this method there (the branch above).
       return builtin.apply(this, callArgs).catch(toTyped);
     }
-    return this.sendCommand(new SeckillCommand(spec, built.args, built.keys, this.options.keyPrefix)).catch(toTyped);
+    return this.sendCommand(new SeckillCommand(spec, built.args, built.keys, this.options.keyPrefix, built.names)).catch(toTyped);
   };
 }
 

@@ -4,7 +4,7 @@
 // transformReply's return type.
 import type {
   SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
-  InitOptions, DeductOptions, StreamOptions, SeckillValues,
+  InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, SeckillValues,
 } from './index';
 
 /** The part of node-redis's CommandParser that the commands use. */
@@ -25,13 +25,16 @@ type Commands = {
   confirm: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['confirm']>;
   release: ModuleCommand<[key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>], SeckillValues['release']>;
   refund: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['refund']>;
-  add: ModuleCommand<[key: SeckillKey, qty: SeckillInt], SeckillValues['add']>;
+  add: ModuleCommand<[key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null], SeckillValues['add']>;
   window: ModuleCommand<[key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null], SeckillValues['window']>;
   stream: ModuleCommand<[key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt], SeckillValues['stream']>;
   get: ModuleCommand<[key: SeckillKey], SeckillValues['get']>;
   bought: ModuleCommand<[key: SeckillKey, user: SeckillId], SeckillValues['bought']>;
   holds: ModuleCommand<[key: SeckillKey, user?: SeckillId | null], SeckillValues['holds']>;
   info: ModuleCommand<[key: SeckillKey], SeckillValues['info']>;
+  take: ModuleCommand<[key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null], SeckillValues['take']>;
+  settle: ModuleCommand<[key: SeckillKey, transferId: SeckillId], SeckillValues['settle']>;
+  transfers: ModuleCommand<[key: SeckillKey], SeckillValues['transfers']>;
 };
 
 /** The module object: lower-case names, and upper-case aliases as node-redis's own modules have. */

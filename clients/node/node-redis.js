@@ -8,7 +8,8 @@
 const { COMMANDS } = require('./lib/commands');
 
 // The prefix node-redis put before the key (node-redis 6's keyPrefix), so
-// that INFO can report the stream key as the caller named it.
+// that INFO can report the stream key, and TRANSFERS the destinations, as the
+// caller named them.
 function keyPrefixOf(prefixed, key) {
   if (prefixed === undefined) return undefined;
   const a = typeof prefixed === 'string' ? Buffer.from(prefixed) : prefixed;
@@ -22,13 +23,16 @@ function toNodeRedisCommand(spec) {
   return {
     IS_READ_ONLY: spec.readonly,
     parseCommand(parser, ...callArgs) {
-      const { args, keys } = spec.build(...callArgs);
+      const { args, keys, names = [] } = spec.build(...callArgs);
       parser.push(spec.name);
       for (let i = 0; i < args.length; i++) {
-        if (keys.includes(i)) parser.pushKey(args[i]);
+        // A key name that is not a key of the command (TAKE's TO) is pushed
+        // as a key too, for node-redis 6's keyPrefix: routing uses the first
+        // key only (the item key), and node-redis checks no slots itself.
+        if (keys.includes(i) || names.includes(i)) parser.pushKey(args[i]);
         else parser.push(args[i]);
       }
-      if (spec.method === 'info') {
+      if (spec.unprefixes) {
         const prefix = keyPrefixOf(parser.firstKey ?? (parser.keys && parser.keys[0]), args[0]);
         if (prefix !== undefined) parser.preserve = prefix;
       }

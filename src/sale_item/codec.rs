@@ -916,7 +916,7 @@ impl SaleItem {
                         len => Some(Box::from(input.take(usize::from(len))?)),
                     };
                     let open = kind == TRANSFER_OPEN;
-                    if requested == 0 || taken > requested || (open && taken == 0) {
+                    if requested == 0 || taken == 0 || taken > requested {
                         return Err(DecodeError("bad transfer given out"));
                     }
                     out_sum = out_sum

@@ -34,7 +34,7 @@ pub enum Transfer {
         taken: i64,
         /// Where the mover said the units go, if it said.
         destination: Option<Box<[u8]>>,
-        /// Taken and not yet known to have arrived (`SETTLE` closes it).
+        /// Not yet known to have arrived (`SETTLE` closes it).
         open: bool,
     },
     /// Units this part received (`ADD ... ID`).
@@ -141,11 +141,18 @@ impl SaleItem {
             Some(_) => return Err(ItemError::TransferMismatch),
             None => {}
         }
-        self.check_room_for_a_transfer()?;
         let possible = take.requested.min(stock).max(0);
         let taken = take
             .decided
             .map_or(possible, |decided| decided.clamp(0, possible));
+        // Nothing to take: nothing is recorded either, so that empty takes
+        // never use up the item's transfers. A retry of the same id may
+        // then take units that arrived since, which is a take of its own:
+        // it is recorded, open, and delivered like any other.
+        if taken == 0 {
+            return Ok(Verdict::Answer(0));
+        }
+        self.check_room_for_a_transfer()?;
         self.moved_out()
             .checked_add(taken)
             .ok_or(ItemError::Overflow)?;
@@ -248,7 +255,7 @@ impl SaleItem {
                 requested,
                 taken,
                 destination: destination.map(Into::into),
-                open: taken > 0,
+                open: true,
             },
         );
         taken

@@ -10,7 +10,9 @@ const {
   toInteger,
   toIntegerOrNull,
   parseHolds,
+  parseTransfers,
   parseConfirm,
+  parseSettle,
 } = require('./values');
 
 const NO_ITEM = -3;
@@ -87,8 +89,12 @@ function checkOptions(options, allowed, command) {
 
 const given = (v) => v !== undefined && v !== null;
 
-// Each builder returns { args, keys }: the command's arguments after its
-// name, and the indexes in args of its keys (the item key is always 0).
+// Each builder returns { args, keys, names? }: the command's arguments after
+// its name, the indexes in args of its keys (the item key is always 0: the
+// command is routed by it), and those of other key names that get keyPrefix
+// but are not keys of the command (TAKE's TO destination: a part that may
+// live in another slot, so it must not take part in routing or in ioredis's
+// same-slot check of cluster pipelines).
 
 const INIT_OPTIONS = ['limit', 'start', 'end', 'stream', 'maxlen', 'ex', 'px', 'exat', 'pxat', 'replace'];
 
@@ -141,8 +147,29 @@ function buildRefund(key, requestId) {
   return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
 }
 
-function buildAdd(key, qty) {
-  return { args: [bytes(key, 'key'), integer(qty, 'qty')], keys: [0] };
+// add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId)
+function buildAdd(key, qty, options) {
+  const o = isOptions(options) ? checkOptions(options, ['transferId'], 'add') : { transferId: options };
+  const args = [bytes(key, 'key'), integer(qty, 'qty')];
+  if (given(o.transferId)) args.push('ID', bytes(o.transferId, 'transferId'));
+  return { args, keys: [0] };
+}
+
+// take(key, qty, transferId, to?) or take(key, qty, transferId, { to })
+function buildTake(key, qty, transferId, to) {
+  if (isOptions(to)) to = checkOptions(to, ['to'], 'take').to;
+  if (!given(transferId)) throw new TypeError('take needs a transfer id');
+  const args = [bytes(key, 'key'), integer(qty, 'qty'), 'ID', bytes(transferId, 'transferId')];
+  const names = [];
+  if (given(to)) {
+    args.push('TO', bytes(to, 'to'));
+    names.push(args.length - 1);
+  }
+  return { args, keys: [0], names };
+}
+
+function buildSettle(key, transferId) {
+  return { args: [bytes(key, 'key'), bytes(transferId, 'transferId')], keys: [0] };
 }
 
 function buildWindow(key, start, end) {
@@ -195,8 +222,9 @@ const trueOrNull = (reply) => (toInteger(reply) === NO_ITEM ? null : true);
  * @property {string} method   the method name (deduct, ...)
  * @property {string} name     the server command (SECKILL.DEDUCT, ...)
  * @property {boolean} readonly
- * @property {(...args: any[]) => {args: Array<string|Buffer>, keys: number[]}} build
+ * @property {(...args: any[]) => {args: Array<string|Buffer>, keys: number[], names?: number[]}} build
  * @property {(reply: any, keyPrefix?: string|Buffer) => any} parse
+ * @property {boolean} [unprefixes] its reply names keys, reported without keyPrefix
  */
 
 /** @type {CommandSpec[]} */
@@ -216,9 +244,20 @@ const COMMANDS = [
     method: 'info',
     name: 'SECKILL.INFO',
     readonly: true,
+    unprefixes: true,
     build: buildKeyOnly,
     parse: (r, keyPrefix) => (r === null || r === undefined ? null : ItemInfo.fromReply(r, keyPrefix)),
   },
+  { method: 'take', name: 'SECKILL.TAKE', readonly: false, build: buildTake, parse: countOrNull },
+  { method: 'settle', name: 'SECKILL.SETTLE', readonly: false, build: buildSettle, parse: parseSettle },
+  {
+    method: 'transfers',
+    name: 'SECKILL.TRANSFERS',
+    readonly: true,
+    unprefixes: true,
+    build: buildKeyOnly,
+    parse: parseTransfers,
+  },
 ];
 
-module.exports = { COMMANDS };
+module.exports = { COMMANDS, bytes, integer, isOptions };

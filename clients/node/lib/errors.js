@@ -97,7 +97,9 @@ function splitCode(text) {
 }
 
 function classify(code, message) {
-  if (message.includes('request id was already used')) return ErrorKind.REQUEST_ID_CONFLICT;
+  if (message.includes('request id was already used') || message.includes('transfer id was already used')) {
+    return ErrorKind.REQUEST_ID_CONFLICT;
+  }
   if (message.includes("the item's order stream")) return ErrorKind.ORDER_STREAM;
   if (message.includes('sale item is full')) return ErrorKind.ITEM_FULL;
   if (code === 'WRONGTYPE') return ErrorKind.WRONG_TYPE;

@@ -58,6 +58,25 @@ const CONFIRM_BY_CODE = new Map([
   [-3, ConfirmOutcome.NO_ITEM],
 ]);
 
+/** The outcome of `settle`. */
+const SettleOutcome = Object.freeze({
+  /** The transfer was open and is closed now. */
+  SETTLED: 'SETTLED',
+  /** It was closed before. */
+  ALREADY_SETTLED: 'ALREADY_SETTLED',
+  /** No such transfer was given out by this part. */
+  UNKNOWN: 'UNKNOWN',
+  /** No such item. */
+  NO_ITEM: 'NO_ITEM',
+});
+
+const SETTLE_BY_CODE = new Map([
+  [1, SettleOutcome.SETTLED],
+  [0, SettleOutcome.ALREADY_SETTLED],
+  [-4, SettleOutcome.UNKNOWN],
+  [-3, SettleOutcome.NO_ITEM],
+]);
+
 /** What `deduct` returns: an outcome, and the remaining stock when bought. */
 class DeductResult {
   constructor(outcome, stock) {
@@ -99,7 +118,20 @@ class Hold {
   }
 }
 
-// INFO's fields, in the server's order, with how to read each.
+/** A transfer given out by `take` and not settled yet, as `transfers` lists it. */
+class Transfer {
+  constructor(transferId, units, destination) {
+    this.transferId = transferId;
+    this.units = units;
+    /** The part the units go to, as TAKE ... TO named it (keyPrefix removed), or null. */
+    this.destination = destination;
+    Object.freeze(this);
+  }
+}
+
+// INFO's fields, in the server's order, with how to read each. The fields
+// marked optional came with a later module version: a reply without them
+// (an older module, which moves no units) reads as 0.
 const INFO_FIELDS = [
   ['stock', 'stock', 'int'],
   ['unlimited', 'unlimited', 'bool'],
@@ -117,6 +149,8 @@ const INFO_FIELDS = [
   ['end', 'end', 'int'],
   ['stream', 'stream', 'key'],
   ['stream_maxlen', 'streamMaxlen', 'int'],
+  ['moved_out', 'movedOut', 'int', 0],
+  ['moved_in', 'movedIn', 'int', 0],
 ];
 
 /** The counters of an item, as `info` reports them. */
@@ -140,9 +174,11 @@ class ItemInfo {
       throw unexpected('SECKILL.INFO', reply);
     }
     const fields = {};
-    for (const [name, prop, kind] of INFO_FIELDS) {
+    for (const [name, prop, kind, absent] of INFO_FIELDS) {
       const v = raw.get(name);
-      if (kind === 'key') {
+      if (v === undefined && absent !== undefined) {
+        fields[prop] = absent;
+      } else if (kind === 'key') {
         fields[prop] = v === null || v === undefined ? null : stripPrefix(toId(v), keyPrefix);
       } else if (v === undefined) {
         throw unexpected('SECKILL.INFO', reply);
@@ -221,6 +257,22 @@ function parseHolds(reply) {
   });
 }
 
+function parseTransfers(reply, keyPrefix) {
+  if (reply === null || reply === undefined) return null;
+  if (!Array.isArray(reply)) throw unexpected('SECKILL.TRANSFERS', reply);
+  return reply.map((t) => {
+    if (!Array.isArray(t) || t.length < 3) throw unexpected('SECKILL.TRANSFERS', reply);
+    const destination = t[2] === null || t[2] === undefined ? null : stripPrefix(toId(t[2]), keyPrefix);
+    return new Transfer(toId(t[0]), toInteger(t[1]), destination);
+  });
+}
+
+function parseSettle(reply) {
+  const outcome = SETTLE_BY_CODE.get(toInteger(reply));
+  if (outcome === undefined) throw unexpected('SECKILL.SETTLE', reply);
+  return outcome;
+}
+
 function parseConfirm(reply) {
   const outcome = CONFIRM_BY_CODE.get(toInteger(reply));
   if (outcome === undefined) throw unexpected('SECKILL.CONFIRM', reply);
@@ -233,12 +285,16 @@ module.exports = {
   UNLIMITED_STOCK_BIGINT,
   Outcome,
   ConfirmOutcome,
+  SettleOutcome,
   DeductResult,
   Hold,
+  Transfer,
   ItemInfo,
   toInteger,
   toIntegerOrNull,
   parseHolds,
+  parseTransfers,
   parseConfirm,
+  parseSettle,
   unexpected,
 };

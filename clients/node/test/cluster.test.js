@@ -11,7 +11,9 @@ const { createCluster } = require('redis');
 const { Cluster } = require('ioredis');
 const { startCluster } = require('./helpers/servers');
 const { plain, bought } = require('./helpers/suite');
-const { seckill, installSeckill, Outcome, ItemInfo } = require('..');
+const {
+  seckill, installSeckill, Outcome, ItemInfo, SettleOutcome, SplitItem, fnv1a32,
+} = require('..');
 
 let cluster;
 const closers = [];
@@ -216,6 +218,99 @@ test('ioredis Cluster with auto-pipelining: binary, numeric and Uint8Array keys 
   assert.equal(await cluster.movedCount(), moved);
   assert.equal(await (await ownerOf('bin:12345')).command('EXISTS', 'bin:12345'), 1);
 });
+
+// An item whose default part names (with the client's keyPrefix) land on the
+// three masters, one each.
+async function spreadItem(base, prefix) {
+  for (let k = 0; k < 1000; k++) {
+    const parts = SplitItem.named(`${base}:${k}`, 3);
+    const owners = [];
+    for (const part of parts) owners.push(await ownerOf(prefix + part));
+    if (new Set(owners).size === 3) return { parts, owners };
+  }
+  throw new Error('no item name found whose parts land on three masters');
+}
+
+// SplitItem over a cluster client: 100 units over 3 parts on 3 masters, a
+// move between two of them (take, add with the transfer id, settle), 200
+// users buying one unit each, each only ever on part partFor(user), and no
+// MOVED anywhere.
+async function splitOnCluster(client, t, prefix) {
+  await flushAll();
+  assert.equal(fnv1a32(Buffer.alloc(0)), 2166136261);
+  assert.equal(fnv1a32('a'), 0xe40c292c);
+  assert.equal(fnv1a32('foobar'), 0xbf9cf968);
+  const { parts, owners } = await spreadItem('flash', prefix);
+  const split = new SplitItem(client, parts);
+  const sk = client.seckill;
+  assert.deepEqual(await split.init(100, { limit: 1 }), [true, true, true]); // also the warm-up
+  const shares = [];
+  for (let i = 0; i < 3; i++) shares.push(await owners[i].command('SECKILL.GET', prefix + parts[i]));
+  assert.deepEqual(shares, [34, 33, 33]);
+  const moved = await cluster.movedCount();
+
+  // Four units from part 0 to part 1, on another master. TAKE is routed by
+  // its part only: its destination (another slot) is neither a routing key
+  // nor in ioredis's same-slot check of cluster pipelines.
+  let taken;
+  if (typeof client.addBuiltinCommand === 'function') {
+    const piped = await client.pipeline().seckill.take(parts[0], 4, 'rebalance-1', parts[1]).seckill.transfers(parts[0]).exec();
+    assert.ok(piped.every(([err]) => err === null), String(piped.map(([err]) => err)));
+    taken = piped.map(([, v]) => v);
+  } else {
+    taken = await client.multi().seckill.take(parts[0], 4, 'rebalance-1', parts[1]).seckill.transfers(parts[0]).execAsPipeline();
+  }
+  assert.equal(taken[0], 4);
+  assert.deepEqual(taken[1].map((x) => ({ ...x })), [{ transferId: 'rebalance-1', units: 4, destination: parts[1] }]);
+  assert.deepEqual(await owners[0].command('SECKILL.TRANSFERS', prefix + parts[0]), [['rebalance-1', 4, prefix + parts[1]]]);
+  assert.equal(await sk.take(parts[0], 4, 'rebalance-1', parts[1]), 4);
+  assert.equal(await sk.add(parts[1], 4, { transferId: 'rebalance-1' }), 37);
+  assert.equal(await sk.add(parts[1], 4, { transferId: 'rebalance-1' }), 37);
+  assert.equal(await sk.settle(parts[0], 'rebalance-1'), SettleOutcome.SETTLED);
+  assert.deepEqual(await sk.transfers(parts[0]), []);
+  assert.equal(await split.stock(), 100);
+  const stocks = [30, 37, 33];
+
+  const users = Array.from({ length: 200 }, (_, i) => `user:${i}`);
+  const results = await Promise.all(users.map((u) => split.deduct(u, 1, { requestId: `order:${u}` })));
+  const sold = results.filter((r) => r.ok).length;
+  assert.ok(results.every((r) => r.ok || r.outcome === Outcome.SOLD_OUT));
+  // Each part sold to its own users until it ran out.
+  const perPart = [0, 1, 2].map((q) => users.filter((u) => split.partFor(u) === q).length);
+  const soldPerPart = [0, 1, 2].map((q) => Math.min(perPart[q], stocks[q]));
+  assert.equal(sold, soldPerPart.reduce((a, b) => a + b));
+  t.diagnostic(`users per part ${perPart}, sold ${soldPerPart}`);
+  // Every purchase is on partFor(user), and on no other part.
+  const checks = await Promise.all(users.flatMap((u) => parts.map((part) => sk.bought(part, u))));
+  for (const [n, u] of users.entries()) {
+    for (let q = 0; q < 3; q++) {
+      const expected = q === split.partFor(u) && results[n].ok ? 1 : 0;
+      assert.equal(checks[n * 3 + q], expected, `${u} on part ${q}`);
+    }
+  }
+  assert.deepEqual(await Promise.all(users.slice(0, 20).map((u) => split.bought(u))), results.slice(0, 20).map((r) => (r.ok ? 1 : 0)));
+  assert.equal(await split.stock(), 100 - sold);
+  const infos = await split.info();
+  assert.deepEqual(infos.map((i) => i.sold), soldPerPart);
+  assert.deepEqual(infos.map((i) => [i.movedOut, i.movedIn]), [[4, 0], [0, 4], [0, 0]]);
+  // Refunds go to the user's part too.
+  const buyers = users.filter((u, n) => results[n].ok).slice(0, 5);
+  assert.deepEqual(await Promise.all(buyers.map((u) => split.refund(u, `order:${u}`))), [1, 1, 1, 1, 1]);
+  assert.equal(await split.stock(), 100 - sold + 5);
+  assert.equal(await cluster.movedCount(), moved, 'no MOVED');
+}
+
+for (const [name, make, prefix] of [
+  ['node-redis cluster, RESP2', () => nodeRedisCluster(2), ''],
+  ['node-redis cluster, RESP3, keyPrefix', () => nodeRedisCluster(3, { keyPrefix: 'app:' }), 'app:'],
+  ['ioredis Cluster', async () => installSeckill(await ioredisCluster()), ''],
+  ['ioredis Cluster with enableAutoPipelining and keyPrefix',
+    async () => installSeckill(await ioredisCluster({ enableAutoPipelining: true, keyPrefix: 'app:' })), 'app:'],
+]) {
+  test(`SplitItem on the 3-master cluster: ${name}`, async (t) => {
+    await splitOnCluster(await make(), t, prefix);
+  });
+}
 
 // What the library fixes: ioredis alone does not know where SECKILL.* goes.
 test('without installSeckill, ioredis Cluster misroutes SECKILL.* (the problem this library solves)', async (t) => {

@@ -7,9 +7,11 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
-const { commandsScenario, errorsScenario, expectSeckillError, plain, bought, FAR } = require('./helpers/suite');
 const {
-  installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold, SeckillError,
+  commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+} = require('./helpers/suite');
+const {
+  installSeckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
   RequestIdConflictError, InvalidArgumentError, ErrorKind,
 } = require('..');
 
@@ -65,6 +67,31 @@ test('every command gives the same typed values in every configuration', async (
   for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
 });
 
+test('take, add with a transfer id, settle and transfers: the same typed values in every configuration', async (t) => {
+  const transcripts = {};
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      transcripts[name] = await transfersScenario(redis.seckill);
+    });
+  }
+  const [first, ...others] = Object.keys(CONFIGS);
+  assert.ok(transcripts[first].length > 35);
+  for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
+});
+
+for (const [name, options] of Object.entries({
+  RESP2: { protocol: 2 },
+  'RESP3 with enableAutoPipelining': { protocol: 3, enableAutoPipelining: true },
+})) {
+  test(`${name}: SplitItem over an ioredis client`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    await splitScenario(redis, admin);
+  });
+}
+
 test('the flat methods, and installing twice', async () => {
   await admin('FLUSHALL');
   const redis = await connect();
@@ -72,6 +99,9 @@ test('the flat methods, and installing twice', async () => {
   assert.equal(await redis.seckillInit('flat', 3), true);
   assert.deepEqual(plain(await redis.seckillDeduct('flat', 'u', 2)), bought(1));
   assert.equal(await redis.seckill.get('flat'), 1);
+  assert.equal(await redis.seckillTake('flat', 1, 'm-1'), 1);
+  assert.equal(await redis.seckillSettle('flat', 'm-1'), SettleOutcome.SETTLED);
+  assert.deepEqual(await redis.seckillTransfers('flat'), []);
   assert.equal(redis.seckillDeductBuffer, undefined);
   // Its own commands are untouched.
   assert.equal(await redis.set('plain', 'v'), 'OK');
@@ -95,8 +125,12 @@ for (const [name, options] of Object.entries({
       .seckill.confirm('{p}', 'p-1')
       .seckill.info('{p}')
       .seckill.info('{nothing}')
+      .seckill.take('{p}', 2, 'm-1', '{p}:elsewhere')
+      .seckill.transfers('{p}')
+      .seckillSettle('{p}', 'm-1')
+      .seckill.add('{p}', 2, { transferId: 'm-2' })
       .exec();
-    assert.equal(tx.length, 8);
+    assert.equal(tx.length, 12);
     assert.ok(tx.every(([err]) => err === null));
     const values = tx.map(([, v]) => v);
     assert.equal(values[0], true);
@@ -110,6 +144,11 @@ for (const [name, options] of Object.entries({
     assert.ok(values[6] instanceof ItemInfo);
     assert.equal(values[6].sold, 2);
     assert.equal(values[7], null);
+    assert.equal(values[8], 2);
+    assert.ok(values[9][0] instanceof Transfer);
+    assert.deepEqual(values[9].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere' }]);
+    assert.equal(values[10], SettleOutcome.SETTLED);
+    assert.equal(values[11], 8);
 
     const piped = await redis.pipeline()
       .seckill.deduct('{p}', 'bob', 1, { requestId: 'p-2' })
@@ -120,6 +159,18 @@ for (const [name, options] of Object.entries({
       .exec();
     assert.deepEqual(plain(piped[0][1]), bought(7));
     assert.deepEqual(piped.slice(1, 4).map(([err, v]) => [err, v]), [[null, 1], [null, 1], [null, 13]]);
+    const moved = await redis.pipeline()
+      .seckill.take('{p}', 1, 'm-3')
+      .seckill.settle('{p}', 'm-3')
+      .seckill.info('{p}')
+      .seckill.take('{p}', 5, 'm-3')
+      .exec();
+    assert.deepEqual(moved.slice(0, 2), [[null, 1], [null, SettleOutcome.SETTLED]]);
+    assert.deepEqual([moved[2][1].movedOut, moved[2][1].movedIn], [3, 2]);
+    expectSeckillError(moved[3][0], RequestIdConflictError, {
+      kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
+      message: 'transfer id was already used for another quantity or the other direction',
+    });
     // In a pipeline the error is ioredis's own; SeckillError.from types it.
     expectSeckillError(piped[4][0], RequestIdConflictError, {
       kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
@@ -128,11 +179,11 @@ for (const [name, options] of Object.entries({
 
     // A pipeline given as an array, then extended with seckill commands.
     const batch = await redis.pipeline([['set', '{p}:a', '1']]).seckill.get('{p}').exec();
-    assert.deepEqual(batch, [[null, 'OK'], [null, 13]]);
+    assert.deepEqual(batch, [[null, 'OK'], [null, 12]]);
 
     // An error at EXEC time.
     const failed = await redis.multi().seckill.get('{p}').seckill.deduct('{p}', 'carol', 0).exec();
-    assert.equal(failed[0][1], 13);
+    assert.equal(failed[0][1], 12);
     expectSeckillError(failed[1][0], InvalidArgumentError, {
       kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
     });
@@ -215,6 +266,28 @@ for (const enableAutoPipelining of [false, true]) {
     assert.equal(await bufRedis.seckill.init('{b}', 1, { stream: '{b}:orders' }), true);
     assert.equal(await admin('EXISTS', 'buf:{b}'), 1);
     assert.equal((await bufRedis.seckill.info('{b}')).stream, '{b}:orders');
+
+    // TAKE's destination names a key: it gets the prefix too, and TRANSFERS
+    // reports it as the caller named it.
+    assert.equal(await redis.seckill.init('part:0', 10), true);
+    assert.equal(await redis.seckill.init('part:1', 0), true);
+    assert.equal(await redis.seckill.take('part:0', 3, 'm-1', 'part:1'), 3);
+    assert.deepEqual(await admin('SECKILL.TRANSFERS', 'app:part:0'), [['m-1', 3, 'app:part:1']]);
+    assert.deepEqual((await redis.seckill.transfers('part:0')).map((x) => ({ ...x })), [
+      { transferId: 'm-1', units: 3, destination: 'part:1' },
+    ]);
+    const moved = await redis.pipeline().seckill.transfers('part:0').seckill.add('part:1', 3, { transferId: 'm-1' }).exec();
+    assert.equal(moved[0][1][0].destination, 'part:1');
+    assert.equal(moved[1][1], 3);
+    assert.equal(await admin('SECKILL.GET', 'app:part:1'), 3);
+    assert.equal(await redis.seckill.settle('part:0', 'm-1'), SettleOutcome.SETTLED);
+    await admin('SECKILL.TAKE', 'app:part:0', '1', 'ID', 'm-2', 'TO', 'other:part');
+    assert.equal((await redis.seckill.transfers('part:0'))[0].destination, 'other:part');
+    assert.equal(await admin('EXISTS', 'part:0', 'part:1'), 0);
+    assert.equal(await bufRedis.seckill.init('{b}:p0', 4), true);
+    assert.equal(await bufRedis.seckill.take('{b}:p0', 1, 'm', Buffer.from('{b}:p1')), 1);
+    assert.deepEqual(await admin('SECKILL.TRANSFERS', 'buf:{b}:p0'), [['m', 1, 'buf:{b}:p1']]);
+    assert.equal((await bufRedis.seckill.transfers('{b}:p0'))[0].destination, '{b}:p1');
   });
 }
 

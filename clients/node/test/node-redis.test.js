@@ -5,10 +5,12 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { createClient, RESP_TYPES } = require('redis');
 const { startServer } = require('./helpers/servers');
-const { commandsScenario, errorsScenario, expectSeckillError, plain, bought, FAR } = require('./helpers/suite');
 const {
-  seckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold, SeckillError,
-  RequestIdConflictError, InvalidArgumentError, ErrorKind,
+  commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+} = require('./helpers/suite');
+const {
+  seckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind, SplitItem,
 } = require('..');
 
 let server;
@@ -69,6 +71,38 @@ test('every command gives the same typed values under RESP2, RESP3 and other typ
   assert.deepStrictEqual(transcripts.strings, transcripts.RESP2);
 });
 
+test('take, add with a transfer id, settle and transfers: the same typed values under RESP2, RESP3 and other type mappings', async (t) => {
+  const transcripts = {};
+  const configs = {
+    RESP2: (c) => c,
+    RESP3: (c) => c,
+    'RESP3 mapped': (c) => c.withTypeMapping({
+      [RESP_TYPES.NUMBER]: BigInt,
+      [RESP_TYPES.BLOB_STRING]: Buffer,
+      [RESP_TYPES.SIMPLE_STRING]: Buffer,
+      [RESP_TYPES.MAP]: Map,
+    }),
+    'RESP2 strings': (c) => c.withTypeMapping({ [RESP_TYPES.NUMBER]: String }),
+  };
+  for (const [name, map] of Object.entries(configs)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const client = map(await connect({ RESP: name.startsWith('RESP3') ? 3 : 2 }));
+      transcripts[name] = await transfersScenario(client.seckill);
+    });
+  }
+  assert.ok(transcripts.RESP2.length > 35, `${transcripts.RESP2.length} values`);
+  for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
+});
+
+for (const RESP of [2, 3]) {
+  test(`RESP${RESP}: SplitItem over a node-redis client`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP });
+    await splitScenario(client, admin);
+  });
+}
+
 test('upper-case aliases, as node-redis modules have them', async () => {
   await admin('FLUSHALL');
   const client = await connect({ RESP: 3 });
@@ -89,6 +123,10 @@ for (const RESP of [2, 3]) {
       .seckill.confirm('{p}', 'p-1')
       .seckill.info('{p}')
       .seckill.info('{nothing}')
+      .seckill.take('{p}', 2, 'm-1', '{p}:elsewhere')
+      .seckill.transfers('{p}')
+      .seckill.settle('{p}', 'm-1')
+      .seckill.add('{p}', 2, { transferId: 'm-2' })
       .exec();
     assert.equal(replies[0], true);
     assert.ok(replies[1] instanceof DeductResult);
@@ -100,6 +138,11 @@ for (const RESP of [2, 3]) {
     assert.ok(replies[5] instanceof ItemInfo);
     assert.equal(replies[5].sold, 2);
     assert.equal(replies[6], null);
+    assert.equal(replies[7], 2);
+    assert.ok(replies[8][0] instanceof Transfer);
+    assert.deepEqual(replies[8].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere' }]);
+    assert.equal(replies[9], SettleOutcome.SETTLED);
+    assert.equal(replies[10], 8);
 
     const piped = await client.multi()
       .seckill.deduct('{p}', 'bob', 1, { requestId: 'p-2' })
@@ -109,6 +152,13 @@ for (const RESP of [2, 3]) {
       .execAsPipeline();
     assert.deepEqual(plain(piped[0]), bought(7));
     assert.deepEqual(piped.slice(1), [1, 1, 13]);
+    const moved = await client.multi()
+      .seckill.take('{p}', 1, 'm-3')
+      .seckill.settle('{p}', 'm-3')
+      .seckill.info('{p}')
+      .execAsPipeline();
+    assert.deepEqual(moved.slice(0, 2), [1, SettleOutcome.SETTLED]);
+    assert.deepEqual([moved[2].movedOut, moved[2].movedIn], [3, 2]);
 
     // An error inside a transaction: the others still have typed values.
     let multiErr;
@@ -122,7 +172,7 @@ for (const RESP of [2, 3]) {
     }
     assert.ok(multiErr, 'EXEC with an error reply rejects');
     assert.equal(SeckillError.from(multiErr), multiErr, 'MultiErrorReply is not itself a seckill error');
-    assert.equal(multiErr.replies[0], 13);
+    assert.equal(multiErr.replies[0], 12);
     expectSeckillError(multiErr.replies[1], RequestIdConflictError, {
       kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
       message: 'request id was already used by another user or for another quantity',
@@ -179,6 +229,26 @@ test('keyPrefix (node-redis 6) applies to the item key and the stream key; INFO 
   assert.equal(await client.seckill.stream('{sku:9}', '{sku:9}:o2'), true);
   const raw2 = await admin('SECKILL.INFO', 'app:{sku:9}');
   assert.equal(raw2[raw2.indexOf('stream') + 1], 'app:{sku:9}:o2');
+
+  // TAKE's destination names a key: it gets the prefix too, and TRANSFERS
+  // reports it as the caller named it.
+  assert.equal(await client.seckill.init('part:0', 10), true);
+  assert.equal(await client.seckill.init('part:1', 0), true);
+  assert.equal(await client.seckill.take('part:0', 3, 'm-1', 'part:1'), 3);
+  assert.deepEqual(await admin('SECKILL.TRANSFERS', 'app:part:0'), [['m-1', 3, 'app:part:1']]);
+  assert.deepEqual((await client.seckill.transfers('part:0')).map((x) => ({ ...x })), [
+    { transferId: 'm-1', units: 3, destination: 'part:1' },
+  ]);
+  const tx = await client.multi().seckill.transfers('part:0').seckill.add('part:1', 3, { transferId: 'm-1' }).exec();
+  assert.equal(tx[0][0].destination, 'part:1');
+  assert.equal(tx[1], 3);
+  assert.equal(await admin('SECKILL.GET', 'app:part:1'), 3);
+  assert.equal(await client.seckill.settle('part:0', 'm-1'), SettleOutcome.SETTLED);
+  // A destination written without the prefix (by another client) is shown as it is.
+  await admin('SECKILL.TAKE', 'app:part:0', '1', 'ID', 'm-2', 'TO', 'other:part');
+  assert.equal((await client.seckill.transfers('part:0'))[0].destination, 'other:part');
+  // The unprefixed keys were never touched.
+  assert.equal(await admin('EXISTS', 'part:0', 'part:1'), 0);
 });
 
 test('arguments are checked before anything is sent', async () => {

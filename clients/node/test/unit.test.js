@@ -7,8 +7,10 @@ const assert = require('node:assert/strict');
 const {
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
   NoPermissionError, InvalidArgumentError, ErrorKind, DeductResult, Outcome, ItemInfo,
-  UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome,
+  UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, SettleOutcome, Transfer,
+  SplitItem, fnv1a32, seckill,
 } = require('..');
+const { COMMANDS } = require('../lib/commands');
 
 const CASES = [
   ['ERR request id was already used by another user or for another quantity', RequestIdConflictError, 'ERR', false],
@@ -17,6 +19,11 @@ const CASES = [
   ["TRYAGAIN the item's order stream is missing while its slot is being migrated; nothing was changed", OrderStreamError, 'TRYAGAIN', true],
   ["CROSSSLOT the item's order stream does not hash to the item's slot (was the item renamed?): set it again with SECKILL.STREAM; nothing was changed", OrderStreamError, 'CROSSSLOT', false],
   ['ERR sale item is full: it cannot record more purchases', ItemFullError, 'ERR', false],
+  ['ERR sale item is full: it cannot record more transfers (10000 at most)', ItemFullError, 'ERR', false],
+  ['ERR transfer id was already used for another quantity or the other direction', RequestIdConflictError, 'ERR', false],
+  ['ERR transfer id must be 1 to 128 bytes', InvalidArgumentError, 'ERR', false],
+  ['ERR destination must be 1 to 255 bytes', InvalidArgumentError, 'ERR', false],
+  ['ERR an unlimited item moves no units', InvalidArgumentError, 'ERR', false],
   ['WRONGTYPE Operation against a key holding the wrong kind of value', WrongTypeError, 'WRONGTYPE', false],
   ['NOPERM this user has no permissions to access one of the keys used as arguments', NoPermissionError, 'NOPERM', false],
   ["ERR the order stream must hash to the item's slot: give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders", InvalidArgumentError, 'ERR', false],
@@ -102,4 +109,57 @@ test('INFO is read from a flat array, an object or a Map alike', () => {
   assert.equal(ItemInfo.fromReply(flat, Buffer.from('app:')).stream, '{x}:orders');
   assert.equal(ItemInfo.fromReply(flat, 'other:').stream, 'app:{x}:orders');
   assert.throws(() => ItemInfo.fromReply(['stock', 1]), TypeError);
+  // A module without transfers sends no moved_out / moved_in: 0.
+  assert.deepEqual([a.movedOut, a.movedIn], [0, 0]);
+  const moved = ItemInfo.fromReply([...flat, 'moved_out', '7', 'moved_in', 5n]);
+  assert.deepEqual([moved.movedOut, moved.movedIn], [7, 5]);
+  assert.deepEqual(Object.keys(moved).slice(-2), ['movedOut', 'movedIn']);
+});
+
+test('FNV-1a 32 test vectors (the same in every seckill client), and the part of a user', () => {
+  assert.equal(fnv1a32(''), 2166136261);
+  assert.equal(fnv1a32(Buffer.alloc(0)), 2166136261);
+  assert.equal(fnv1a32('a'), 3826002220);
+  assert.equal(fnv1a32('a'), 0xe40c292c);
+  assert.equal(fnv1a32('foobar'), 3214735720);
+  assert.equal(fnv1a32(Buffer.from('foobar')), 0xbf9cf968);
+  assert.equal(fnv1a32(new Uint8Array(Buffer.from('foobar'))), 0xbf9cf968);
+  // Strings are hashed as UTF-8: 'é' is c3 a9.
+  assert.equal(fnv1a32('é'), fnv1a32(Buffer.from([0xc3, 0xa9])));
+  const fake = { seckill: { deduct() {}, get() {} } };
+  const split = new SplitItem(fake, SplitItem.named('sku', 7));
+  assert.equal(split.partFor('foobar'), 3214735720 % 7);
+  assert.equal(split.partFor('a'), 3826002220 % 7);
+  assert.equal(split.partFor(''), 2166136261 % 7);
+  assert.equal(split.partFor(12), fnv1a32('12') % 7);
+  assert.deepEqual(SplitItem.named('sku:1', 2), ['sku:1:part:0', 'sku:1:part:1']);
+});
+
+test('transfers and settle replies', () => {
+  const reply = [[Buffer.from('m-1'), 4, Buffer.from('app:p1')], ['m-2', '2', null]];
+  const parse = COMMANDS.find((c) => c.method === 'transfers').parse;
+  const list = parse(reply, 'app:');
+  assert.ok(list.every((t) => t instanceof Transfer && Object.isFrozen(t)));
+  assert.deepEqual(list.map((t) => ({ ...t })), [
+    { transferId: 'm-1', units: 4, destination: 'p1' },
+    { transferId: 'm-2', units: 2, destination: null },
+  ]);
+  assert.equal(parse(null), null);
+  const settle = COMMANDS.find((c) => c.method === 'settle').parse;
+  assert.deepEqual([1, 0, -4, -3].map(settle), [
+    SettleOutcome.SETTLED, SettleOutcome.ALREADY_SETTLED, SettleOutcome.UNKNOWN, SettleOutcome.NO_ITEM,
+  ]);
+  assert.throws(() => settle(2), TypeError);
+  assert.ok(Object.isFrozen(SettleOutcome));
+  // TAKE: the destination gets keyPrefix, but is not a key of the command.
+  const take = COMMANDS.find((c) => c.method === 'take').build;
+  assert.deepEqual(take('p0', 3, 't', 'p1'), { args: ['p0', '3', 'ID', 't', 'TO', 'p1'], keys: [0], names: [5] });
+  assert.deepEqual(take('p0', 3n, 9, { to: 'p1' }).args, ['p0', '3', 'ID', '9', 'TO', 'p1']);
+  assert.deepEqual(take('p0', 3, 't'), { args: ['p0', '3', 'ID', 't'], keys: [0], names: [] });
+  const add = COMMANDS.find((c) => c.method === 'add').build;
+  assert.deepEqual(add('p1', 3).args, ['p1', '3']);
+  assert.deepEqual(add('p1', 3, { transferId: 't' }).args, ['p1', '3', 'ID', 't']);
+  assert.deepEqual(add('p1', 3, 't').args, ['p1', '3', 'ID', 't']);
+  assert.equal(seckill.transfers.IS_READ_ONLY, true);
+  assert.equal(seckill.take.IS_READ_ONLY, false);
 });

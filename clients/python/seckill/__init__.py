@@ -39,6 +39,8 @@ from .values import (
     Hold,
     ItemInfo,
     Outcome,
+    SettleOutcome,
+    Transfer,
 )
 
 __all__ = [
@@ -47,9 +49,13 @@ __all__ = [
     "UNLIMITED_STOCK",
     "Outcome",
     "ConfirmOutcome",
+    "SettleOutcome",
     "DeductResult",
     "Hold",
+    "Transfer",
     "ItemInfo",
+    "SplitItem",
+    "fnv1a32",
     "ErrorKind",
     "SeckillError",
     "RequestIdConflictError",
@@ -192,9 +198,13 @@ class Seckill:
         """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
         return self._call(commands.refund(key, request_id))
 
-    def add(self, key: Key, qty: int) -> int | None:
-        """SECKILL.ADD: the new stock, None if no item."""
-        return self._call(commands.add(key, qty))
+    def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> int | None:
+        """SECKILL.ADD: the new stock, None if no item.
+
+        With ``transfer_id``, receives the units a ``take`` moved out of another part, once: a
+        retry adds nothing and replies what the first call did.
+        """
+        return self._call(commands.add(key, qty, transfer_id))
 
     def window(self, key: Key, start: int | None, end: int | None) -> bool | None:
         """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
@@ -219,3 +229,22 @@ class Seckill:
     def info(self, key: Key) -> ItemInfo | None:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> int | None:
+        """SECKILL.TAKE: take up to ``qty`` units of the stock in hand out of this part, recorded as
+        an open transfer ``transfer_id`` (to ``to``, if given); the units taken (0 if none), None
+        if no item. A retry with the same id and ``qty`` takes nothing more and replies the same.
+        """
+        return self._call(commands.take(key, qty, transfer_id, to))
+
+    def settle(self, key: Key, transfer_id: Key) -> SettleOutcome:
+        """SECKILL.SETTLE: close a transfer given out by ``take`` once its units arrived."""
+        return self._call(commands.settle(key, transfer_id))
+
+    def transfers(self, key: Key) -> list[Transfer] | None:
+        """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""
+        return self._call(commands.transfers(key))
+
+
+# split.py builds on Seckill, so it comes last.
+from .split import SplitItem, fnv1a32  # noqa: E402

@@ -7,7 +7,8 @@ queues its command at once and returns the pipeline (awaiting it is optional, as
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import redis
@@ -21,9 +22,10 @@ from .commands import Key
 from .errors import typed_error
 from .pipelines import QueuedCommands
 from .replies import register_response_callbacks
-from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo
+from .split import _parts, named, part_index, split_stock, sum_stock
+from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo, SettleOutcome, Transfer
 
-__all__ = ["Seckill"]
+__all__ = ["Seckill", "SplitItem"]
 
 _PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
 _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
@@ -148,9 +150,9 @@ class Seckill:
         """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
         return self._call(commands.refund(key, request_id))
 
-    def add(self, key: Key, qty: int) -> Awaitable[int | None]:
-        """SECKILL.ADD: the new stock, None if no item."""
-        return self._call(commands.add(key, qty))
+    def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> Awaitable[int | None]:
+        """SECKILL.ADD: the new stock, None if no item; with ``transfer_id``, receives moved units once."""
+        return self._call(commands.add(key, qty, transfer_id))
 
     def window(self, key: Key, start: int | None, end: int | None) -> Awaitable[bool | None]:
         """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
@@ -177,3 +179,98 @@ class Seckill:
     def info(self, key: Key) -> Awaitable[ItemInfo | None]:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> Awaitable[int | None]:
+        """SECKILL.TAKE: take up to ``qty`` units out of this part as transfer ``transfer_id``;
+        the units taken (0 if none), None if no item."""
+        return self._call(commands.take(key, qty, transfer_id, to))
+
+    def settle(self, key: Key, transfer_id: Key) -> Awaitable[SettleOutcome]:
+        """SECKILL.SETTLE: close a transfer given out by ``take`` once its units arrived."""
+        return self._call(commands.settle(key, transfer_id))
+
+    def transfers(self, key: Key) -> Awaitable[list[Transfer] | None]:
+        """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""
+        return self._call(commands.transfers(key))
+
+
+class SplitItem:
+    """The asyncio twin of ``seckill.split.SplitItem``: one sale item split over ``parts``.
+
+    ``client`` is a ``seckill.asyncio.Seckill`` or a ``redis.asyncio`` client to wrap (not a
+    pipeline). Each method is a coroutine; ``init``, ``stock`` and ``info`` reach the parts
+    concurrently.
+    """
+
+    named = staticmethod(named)
+
+    def __init__(self, client: Any, parts: Sequence[Key]) -> None:
+        seckill = client if isinstance(client, Seckill) else Seckill(client)
+        if seckill._queued is not None:
+            raise TypeError("a SplitItem needs a client, not a pipeline")
+        self._seckill = seckill
+        self._parts = _parts(parts)
+
+    @property
+    def seckill(self) -> Seckill:
+        """The client the parts are reached through."""
+        return self._seckill
+
+    @property
+    def parts(self) -> tuple[Key, ...]:
+        """The part key names, in order."""
+        return self._parts
+
+    def __repr__(self) -> str:
+        return f"seckill.asyncio.SplitItem({self._seckill!r}, {list(self._parts)!r})"
+
+    def part_for(self, user: Key) -> int:
+        """The index of the part ``user`` buys from (FNV-1a 32 of the user id, modulo the parts)."""
+        return part_index(user, len(self._parts))
+
+    def key_for(self, user: Key) -> Key:
+        """The key of the part ``user`` buys from."""
+        return self._parts[self.part_for(user)]
+
+    async def init(self, total_stock: int, limit: int | None = None, **options: Any) -> list[bool]:
+        """SECKILL.INIT on every part, ``total_stock`` shared out; one bool per part."""
+        shares = split_stock(total_stock, len(self._parts))
+        return list(
+            await asyncio.gather(
+                *(self._seckill.init(part, share, limit=limit, **options) for part, share in zip(self._parts, shares))
+            )
+        )
+
+    async def deduct(
+        self,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+    ) -> DeductResult:
+        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock."""
+        return await self._seckill.deduct(
+            self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
+        )
+
+    async def confirm(self, user: Key, request_id: Key) -> ConfirmOutcome:
+        """SECKILL.CONFIRM on the user's part."""
+        return await self._seckill.confirm(self.key_for(user), request_id)
+
+    async def refund(self, user: Key, request_id: Key) -> int | None:
+        """SECKILL.REFUND on the user's part."""
+        return await self._seckill.refund(self.key_for(user), request_id)
+
+    async def bought(self, user: Key) -> int | None:
+        """SECKILL.BOUGHT on the user's part: all the user holds of the item."""
+        return await self._seckill.bought(self.key_for(user), user)
+
+    async def stock(self) -> int | None:
+        """The sum of the parts' stocks (a missing part counts 0); None if no part exists."""
+        return sum_stock(await asyncio.gather(*(self._seckill.get(part) for part in self._parts)))
+
+    async def info(self) -> list[ItemInfo | None]:
+        """Each part's ItemInfo, in order (None for a missing part)."""
+        return list(await asyncio.gather(*(self._seckill.info(part) for part in self._parts)))

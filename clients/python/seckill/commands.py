@@ -96,8 +96,25 @@ def refund(key: Key, request_id: Key) -> Args:
     return ("SECKILL.REFUND", _key("key", key), _key("request_id", request_id))
 
 
-def add(key: Key, qty: int) -> Args:
-    return ("SECKILL.ADD", _key("key", key), _number("qty", qty))
+def add(key: Key, qty: int, transfer_id: Key | None) -> Args:
+    if transfer_id is None:
+        return ("SECKILL.ADD", _key("key", key), _number("qty", qty))
+    return ("SECKILL.ADD", _key("key", key), _number("qty", qty), "ID", _key("transfer_id", transfer_id))
+
+
+def take(key: Key, qty: int, transfer_id: Key, to: Key | None) -> Args:
+    args: list[Arg] = ["SECKILL.TAKE", _key("key", key), _number("qty", qty), "ID", _key("transfer_id", transfer_id)]
+    if to is not None:
+        args += ("TO", _key("to", to))
+    return tuple(args)
+
+
+def settle(key: Key, transfer_id: Key) -> Args:
+    return ("SECKILL.SETTLE", _key("key", key), _key("transfer_id", transfer_id))
+
+
+def transfers(key: Key) -> Args:
+    return ("SECKILL.TRANSFERS", _key("key", key))
 
 
 def window(key: Key, start: int | None, end: int | None) -> Args:

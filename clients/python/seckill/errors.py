@@ -60,7 +60,9 @@ class SeckillError(redis_errors.ResponseError):
 
 
 class RequestIdConflictError(SeckillError):
-    """The request id was already used by another user or for another quantity."""
+    """The request id was already used by another user or for another quantity, or the transfer
+    id for another quantity or the other direction (a ``TAKE`` id reused by ``ADD ... ID``, or
+    the reverse)."""
 
     kind = ErrorKind.REQUEST_ID_CONFLICT
 
@@ -76,7 +78,7 @@ class OrderStreamError(SeckillError):
 
 
 class ItemFullError(SeckillError):
-    """The item's ledger cannot record more purchases."""
+    """The item's ledger cannot record more purchases, or the item more transfers (10,000)."""
 
     kind = ErrorKind.ITEM_FULL
 
@@ -115,7 +117,7 @@ _CLASS_BY_KIND: dict[ErrorKind, type[SeckillError]] = {
 def error_kind(code: str, message: str) -> ErrorKind | None:
     """The kind of a SECKILL.* error reply, or None for a server-state error (OOM, READONLY, ...)
     that is not about the command and stays redis-py's own exception."""
-    if "request id was already used" in message:
+    if "request id was already used" in message or "transfer id was already used" in message:
         return ErrorKind.REQUEST_ID_CONFLICT
     if "the item's order stream" in message:
         return ErrorKind.ORDER_STREAM

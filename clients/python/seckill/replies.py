@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import typed_error
-from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo
+from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo, SettleOutcome, Transfer
 
 __all__ = ["RESPONSE_CALLBACKS", "register_response_callbacks"]
 
@@ -34,6 +34,9 @@ _INFO_INTS = (
     "end",
     "stream_maxlen",
 )
+
+# Fields that a module older than stock transfers does not send; they default to 0 there.
+_INFO_INTS_SINCE_TRANSFERS = ("moved_out", "moved_in")
 
 
 def _str_if_utf8(value: str | bytes) -> str | bytes:
@@ -74,8 +77,14 @@ def confirm_outcome(reply: Any) -> ConfirmOutcome:
     return ConfirmOutcome(int(reply))
 
 
+def settle_outcome(reply: Any) -> SettleOutcome:
+    if isinstance(reply, SettleOutcome):
+        return reply
+    return SettleOutcome(int(reply))
+
+
 def count_or_none(reply: Any) -> int | None:
-    """RELEASE, REFUND, ADD: the count, or None when there is no item (-3)."""
+    """RELEASE, REFUND, ADD, TAKE: the count, or None when there is no item (-3)."""
     if reply is None or reply == _NO_ITEM:
         return None
     return int(reply)
@@ -102,6 +111,19 @@ def holds(reply: Any) -> list[Hold] | None:
     ]
 
 
+def transfers(reply: Any) -> list[Transfer] | None:
+    if reply is None:
+        return None
+    return [
+        entry
+        if isinstance(entry, Transfer)
+        else Transfer(
+            _str_if_utf8(entry[0]), int(entry[1]), None if entry[2] is None else _str_if_utf8(entry[2])
+        )
+        for entry in reply
+    ]
+
+
 def item_info(reply: Any) -> ItemInfo | None:
     if reply is None or isinstance(reply, ItemInfo):
         return reply
@@ -117,6 +139,7 @@ def item_info(reply: Any) -> ItemInfo | None:
         unlimited=bool(by_name["unlimited"]),
         stream=None if stream is None else _str_if_utf8(stream),
         **{name: int(by_name[name]) for name in _INFO_INTS},
+        **{name: int(by_name[name]) for name in _INFO_INTS_SINCE_TRANSFERS if name in by_name},
     )
 
 
@@ -133,6 +156,9 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.BOUGHT": _passing_errors(int_or_none),
     "SECKILL.HOLDS": _passing_errors(holds),
     "SECKILL.INFO": _passing_errors(item_info),
+    "SECKILL.TAKE": _passing_errors(count_or_none),
+    "SECKILL.SETTLE": _passing_errors(settle_outcome),
+    "SECKILL.TRANSFERS": _passing_errors(transfers),
 }
 
 

@@ -11,8 +11,10 @@ __all__ = [
     "UNLIMITED_STOCK",
     "Outcome",
     "ConfirmOutcome",
+    "SettleOutcome",
     "DeductResult",
     "Hold",
+    "Transfer",
     "ItemInfo",
 ]
 
@@ -52,6 +54,18 @@ class ConfirmOutcome(enum.Enum):
     NO_ITEM = -3
 
 
+class SettleOutcome(enum.Enum):
+    """What ``SECKILL.SETTLE`` did. The value is the reply code."""
+
+    SETTLED = 1
+    """The transfer was open and is closed now."""
+    ALREADY_SETTLED = 0
+    """It was closed before, or its ``TAKE`` took nothing."""
+    UNKNOWN = -4
+    """No transfer with this id was given out by this item (an ``ADD ... ID`` id is not one)."""
+    NO_ITEM = -3
+
+
 @dataclass(frozen=True, slots=True)
 class DeductResult:
     """The reply of ``SECKILL.DEDUCT``: ``stock`` is the remaining stock, set only when ``BOUGHT``."""
@@ -85,8 +99,26 @@ class Hold:
 
 
 @dataclass(frozen=True, slots=True)
+class Transfer:
+    """An open transfer, as listed by ``SECKILL.TRANSFERS``: ``units`` taken out of the item by
+    ``TAKE`` and not settled yet.
+
+    ``transfer_id`` and ``destination`` are ``str`` when they are valid UTF-8, else the raw
+    ``bytes``; ``destination`` is None when the ``TAKE`` named none.
+    """
+
+    transfer_id: str | bytes
+    units: int
+    destination: str | bytes | None
+
+
+@dataclass(frozen=True, slots=True)
 class ItemInfo:
-    """The counters of ``SECKILL.INFO``, the same under RESP2 and RESP3."""
+    """The counters of ``SECKILL.INFO``, the same under RESP2 and RESP3.
+
+    For a limited item, ``stock + sold - refunded - expired + moved_out - moved_in`` always
+    equals ``initial + added``.
+    """
 
     stock: int
     unlimited: bool
@@ -104,3 +136,7 @@ class ItemInfo:
     end: int
     stream: str | bytes | None
     stream_maxlen: int
+    moved_out: int = 0
+    """Units ever taken out by ``TAKE`` (0 from a module older than transfers, which moves none)."""
+    moved_in: int = 0
+    """Units ever received by ``ADD ... ID`` (0 from a module older than transfers)."""

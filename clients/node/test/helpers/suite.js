@@ -6,9 +6,9 @@
 
 const assert = require('node:assert/strict');
 const {
-  Outcome, ConfirmOutcome, DeductResult, Hold, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
-  SeckillError, RequestIdConflictError, OrderStreamError, WrongTypeError, NoPermissionError,
-  InvalidArgumentError, ErrorKind,
+  Outcome, ConfirmOutcome, SettleOutcome, DeductResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
+  SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError, NoPermissionError,
+  InvalidArgumentError, ErrorKind, SplitItem,
 } = require('../..');
 
 const FAR = 4102444800000; // 2100-01-01, Unix ms
@@ -55,6 +55,7 @@ async function commandsScenario(sk, admin) {
   assert.deepEqual({ ...info }, {
     stock: 0, unlimited: false, limit: 2, initial: 5, added: 0, sold: 7, refunded: 2, held: 0,
     holds: 0, expired: 0, buyers: 4, requests: 4, start: 0, end: 0, stream: null, streamMaxlen: 0,
+    movedOut: 0, movedIn: 0,
   });
   assert.equal(log(await sk.add('sku:1001', 3)), 3);
   assert.equal(log(await sk.add('sku:1001', 2n)), 5);
@@ -158,6 +159,182 @@ async function commandsScenario(sk, admin) {
   return t;
 }
 
+function transfer(t) {
+  assert.ok(t instanceof Transfer, `a Transfer, got ${t}`);
+  assert.ok(Object.isFrozen(t));
+  return { ...t };
+}
+
+// Moving stock between two parts, following the README's transcript: TAKE,
+// its replay, the open transfers, ADD ... ID and its replay, SETTLE (twice),
+// the counters INFO keeps, and every "no such item" reply.
+async function transfersScenario(sk) {
+  const t = [];
+  const log = (v) => { t.push(v); return v; };
+  const p0 = 'sku:1:part:0';
+  const p1 = 'sku:1:part:1';
+
+  assert.equal(log(await sk.init(p0, 10, { limit: 2 })), true);
+  assert.equal(log(await sk.init(p1, 0, { limit: 2 })), true);
+  assert.deepEqual(plain(log(await sk.deduct(p0, 'alice', 1, { requestId: 'o-1' }))), bought(9));
+  assert.equal(log(await sk.take(p0, 4, 'move-1', p1)), 4);
+  // A retry takes nothing more and replies the same.
+  assert.equal(log(await sk.take(p0, 4, 'move-1', p1)), 4);
+  assert.equal(log(await sk.get(p0)), 5);
+  // Up to the stock in hand; then nothing, and a transfer that took nothing is not listed.
+  assert.equal(log(await sk.take(p0, 100, 'move-2', { to: p1 })), 5);
+  assert.equal(log(await sk.take(p0, 1, 'move-3')), 0);
+  assert.deepEqual(log(await sk.transfers(p0)).map(transfer), [
+    { transferId: 'move-1', units: 4, destination: p1 },
+    { transferId: 'move-2', units: 5, destination: p1 },
+  ]);
+  assert.deepEqual(log(await sk.transfers(p1)), []);
+  assert.equal(log(await sk.add(p1, 4, { transferId: 'move-1' })), 4);
+  assert.equal(log(await sk.add(p1, 4, { transferId: 'move-1' })), 4); // a replay: the same, nothing added
+  assert.equal(log(await sk.add(p1, 5, 'move-2')), 9);
+  assert.equal(log(await sk.settle(p0, 'move-1')), SettleOutcome.SETTLED);
+  assert.equal(log(await sk.settle(p0, 'move-1')), SettleOutcome.ALREADY_SETTLED);
+  assert.equal(log(await sk.settle(p0, 'move-3')), SettleOutcome.UNKNOWN); // took nothing: nothing recorded
+  assert.equal(log(await sk.settle(p0, 'never-given')), SettleOutcome.UNKNOWN);
+  assert.equal(log(await sk.settle(p1, 'move-1')), SettleOutcome.UNKNOWN); // received there, not given out
+  assert.deepEqual(log(await sk.transfers(p0)).map(transfer), [{ transferId: 'move-2', units: 5, destination: p1 }]);
+  assert.equal(log(await sk.settle(p0, 'move-2')), SettleOutcome.SETTLED);
+  assert.deepEqual(log(await sk.transfers(p0)), []);
+  assert.equal(log(await sk.get(p0)), 0);
+  assert.equal(log(await sk.get(p1)), 9);
+  // Units sold on the other part, and a plain ADD, which moved_in does not count.
+  assert.deepEqual(plain(log(await sk.deduct(p1, 'bob', 2, { requestId: 'o-2' }))), bought(7));
+  assert.equal(log(await sk.add(p1, 1)), 8);
+  const base = {
+    unlimited: false, limit: 2, refunded: 0, held: 0, holds: 0, expired: 0,
+    start: 0, end: 0, stream: null, streamMaxlen: 0,
+  };
+  const i0 = log(await sk.info(p0));
+  assert.ok(i0 instanceof ItemInfo);
+  assert.deepEqual({ ...i0 }, {
+    ...base, stock: 0, initial: 10, added: 0, sold: 1, buyers: 1, requests: 1, movedOut: 9, movedIn: 0,
+  });
+  assert.deepEqual({ ...log(await sk.info(p1)) }, {
+    ...base, stock: 8, initial: 0, added: 1, sold: 2, buyers: 1, requests: 1, movedOut: 0, movedIn: 9,
+  });
+  // The README's invariant: stock + sold - refunded - expired + moved_out - moved_in = initial + added.
+  for (const i of [i0, await sk.info(p1)]) {
+    assert.equal(i.stock + i.sold - i.refunded - i.expired + i.movedOut - i.movedIn, i.initial + i.added);
+  }
+
+  // Numbers as ids and quantities; no destination.
+  assert.equal(log(await sk.take(p1, 1n, 7001)), 1);
+  assert.deepEqual(log(await sk.transfers(p1)).map(transfer), [{ transferId: '7001', units: 1, destination: null }]);
+  assert.equal(log(await sk.add(p0, '1', { transferId: 7001n })), 1);
+  assert.equal(log(await sk.settle(p1, 7001)), SettleOutcome.SETTLED);
+
+  // No such item.
+  assert.equal(log(await sk.take('sku:none', 1, 'm')), null);
+  assert.equal(log(await sk.take('sku:none', 1, 'm', p1)), null);
+  assert.equal(log(await sk.add('sku:none', 1, { transferId: 'm' })), null);
+  assert.equal(log(await sk.settle('sku:none', 'm')), SettleOutcome.NO_ITEM);
+  assert.equal(log(await sk.transfers('sku:none')), null);
+  return t;
+}
+
+// SplitItem on one server: shares, the user's part for every call, the sums.
+async function splitScenario(client, admin) {
+  const parts = SplitItem.named('sku:s', 3);
+  assert.deepEqual(parts, ['sku:s:part:0', 'sku:s:part:1', 'sku:s:part:2']);
+  const split = new SplitItem(client, parts);
+  assert.deepEqual(split.parts, parts);
+  assert.ok(Object.isFrozen(split.parts));
+  assert.equal(await split.stock(), null);
+  assert.deepEqual(await split.info(), [null, null, null]);
+  assert.equal(await split.bought('alice'), null);
+  assert.deepEqual(plain(await split.deduct('alice')), rejected(Outcome.NO_ITEM));
+
+  assert.deepEqual(await split.init(10, { limit: 2, ex: 3600 }), [true, true, true]);
+  assert.deepEqual(await split.init(10, { limit: 2 }), [false, false, false]);
+  const shares = [];
+  for (const p of parts) shares.push(await admin('SECKILL.GET', p));
+  assert.deepEqual(shares, [4, 3, 3]);
+  assert.ok((await admin('TTL', parts[2])) > 3500);
+  assert.equal(await split.stock(), 10);
+
+  // Every call goes to the user's part, and only there.
+  const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+  const stock = shares.slice();
+  for (const [n, user] of users.entries()) {
+    const p = split.partFor(user);
+    assert.ok(Number.isInteger(p) && p >= 0 && p < 3);
+    const r = await split.deduct(user, 1, { requestId: `s-${n}`, hold: 900 });
+    if (stock[p] > 0) {
+      stock[p] -= 1;
+      assert.deepEqual(plain(r), bought(stock[p]));
+      assert.equal(await split.bought(user), 1);
+      assert.equal(await split.confirm(user, `s-${n}`), ConfirmOutcome.CONFIRMED);
+      assert.equal(await split.confirm(user, `s-${n}`), ConfirmOutcome.ALREADY_FINAL);
+    } else {
+      assert.deepEqual(plain(r), rejected(Outcome.SOLD_OUT));
+    }
+    for (let q = 0; q < 3; q++) {
+      if (q !== p) assert.equal(await client.seckill.bought(parts[q], user), 0);
+    }
+  }
+  const sold = shares.reduce((a, b) => a + b) - stock.reduce((a, b) => a + b);
+  assert.equal(await split.stock(), 10 - sold);
+  const alice = split.partFor('alice');
+  if (stock[alice] > 0) {
+    // The limit is kept on the user's part: 1 + 2 > 2.
+    assert.deepEqual(plain(await split.deduct('alice', { qty: 2 })), rejected(Outcome.LIMIT_REACHED));
+  }
+  assert.equal(await split.refund('alice', 's-0'), 1);
+  assert.equal(await split.refund('alice', 's-0'), 0);
+  assert.equal(await split.bought('alice'), 0);
+  assert.equal(await split.stock(), 10 - sold + 1);
+  // A numeric user id is its decimal text.
+  assert.equal(split.partFor(42), split.partFor('42'));
+  assert.equal(split.partFor(42n), split.partFor(Buffer.from('42')));
+  const infos = await split.info();
+  assert.ok(infos.every((i) => i instanceof ItemInfo));
+  assert.deepEqual(infos.map((i) => i.initial), shares);
+  assert.equal(infos.reduce((a, i) => a + i.sold - i.refunded, 0), sold - 1);
+
+  // A missing part counts 0 (and info says null there).
+  await admin('DEL', parts[1]);
+  const left = (await client.seckill.get(parts[0])) + (await client.seckill.get(parts[2]));
+  assert.equal(await split.stock(), left);
+  assert.equal((await split.info())[1], null);
+  // REPLACE and the other options go to every part.
+  assert.deepEqual(await split.init(8, { replace: true }), [true, true, true]);
+  assert.deepEqual((await split.info()).map((i) => [i.stock, i.limit]), [[3, 0], [3, 0], [2, 0]]);
+  assert.equal(await split.stock(), 8);
+  assert.deepEqual(await split.init(2n, { replace: true }), [true, true, true]);
+  assert.deepEqual((await split.info()).map((i) => i.stock), [1, 1, 0]);
+
+  // An unlimited item is not shared out; parts made unlimited otherwise sum to UNLIMITED_STOCK.
+  const unlimited = new SplitItem(client, SplitItem.named(Buffer.from('sku:u'), 2));
+  assert.deepEqual(unlimited.parts, [Buffer.from('sku:u:part:0'), Buffer.from('sku:u:part:1')]);
+  await assert.rejects(unlimited.init(UNLIMITED), TypeError);
+  await assert.rejects(unlimited.init(Infinity), TypeError);
+  assert.equal(await client.seckill.init(unlimited.parts[0], 4), true);
+  assert.equal(await unlimited.stock(), 4);
+  assert.equal(await client.seckill.init(unlimited.parts[1], UNLIMITED), true);
+  assert.equal(await unlimited.stock(), UNLIMITED_STOCK);
+
+  // One part: everyone goes there.
+  const single = new SplitItem(client, ['sku:one']);
+  assert.deepEqual(await single.init(3), [true]);
+  assert.equal(single.partFor('whoever'), 0);
+
+  // Mistakes, refused before anything is sent.
+  assert.throws(() => new SplitItem(client, []), TypeError);
+  assert.throws(() => new SplitItem(client, 'sku:s'), TypeError);
+  assert.throws(() => new SplitItem({}, ['a']), TypeError);
+  assert.throws(() => new SplitItem(client, [null]), TypeError);
+  assert.throws(() => SplitItem.named('x', 0), RangeError);
+  await assert.rejects(split.init(-1), RangeError);
+  await assert.rejects(split.init(1.5), RangeError);
+  await assert.rejects(split.init('ten'), TypeError);
+  await assert.rejects(split.init(3, { limt: 1 }), TypeError);
+}
+
 // Asserts `err` (as the client threw it, then through SeckillError.from) is
 // the typed error expected.
 function expectSeckillError(err, Class, { kind, code, message, retryable = false }) {
@@ -250,9 +427,12 @@ async function errorsScenario(sk, admin, connectAs, { typedDirectly }) {
     '-@all', '+@connection', '+info', '+seckill.init', '+seckill.stream', '+seckill.deduct', '+seckill.get');
   const limited = await connectAs('seckill-limited', 'limited-pw');
   try {
+    // INIT names the stream key in its key specs, so the server's own ACL
+    // check refuses it before the module runs, in the server's words (Valkey
+    // 8: "No permissions to access a key"); STREAM is refused by the module.
     check(await rejectsWith(limited.sk.init('{e}:acl', 10, { stream: '{e}:acl:orders' })), NoPermissionError, {
       kind: ErrorKind.NO_PERMISSION, code: 'NOPERM',
-      message: 'this user has no permissions to access one of the keys used as arguments',
+      message: /^(this user has no permissions to access one of the keys used as arguments|No permissions to access a key)$/,
     });
     assert.equal(await limited.sk.init('{e}:acl', 10), true);
     check(await rejectsWith(limited.sk.stream('{e}:acl', '{e}:acl:orders')), NoPermissionError, {
@@ -265,13 +445,62 @@ async function errorsScenario(sk, admin, connectAs, { typedDirectly }) {
     await admin('ACL', 'DELUSER', 'seckill-limited');
   }
 
+  // Transfers: an id reused for another quantity or the other direction is
+  // a conflict like a reused request id; a part records 10,000 at most.
+  await sk.init('{e}:part', 10);
+  assert.equal(await sk.take('{e}:part', 2, 't-1', '{e}:other-part'), 2);
+  const transferConflict = {
+    kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR',
+    message: 'transfer id was already used for another quantity or the other direction',
+  };
+  check(await rejectsWith(sk.take('{e}:part', 3, 't-1', '{e}:other-part')), RequestIdConflictError, transferConflict);
+  check(await rejectsWith(sk.add('{e}:part', 2, { transferId: 't-1' })), RequestIdConflictError, transferConflict);
+  assert.equal(await sk.add('{e}:part', 2, { transferId: 't-2' }), 10);
+  check(await rejectsWith(sk.add('{e}:part', 3, { transferId: 't-2' })), RequestIdConflictError, transferConflict);
+  check(await rejectsWith(sk.take('{e}:part', 2, 't-2')), RequestIdConflictError, transferConflict);
+  check(await rejectsWith(sk.take('{e}:part', 1, 'x'.repeat(129))), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'transfer id must be 1 to 128 bytes',
+  });
+  check(await rejectsWith(sk.settle('{e}:part', '')), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'transfer id must be 1 to 128 bytes',
+  });
+  check(await rejectsWith(sk.take('{e}:part', 1, 't-3', '')), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'destination must be 1 to 255 bytes',
+  });
+  check(await rejectsWith(sk.take('{e}:part', 0, 't-3')), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
+  });
+  await sk.init('{e}:unlimited', UNLIMITED);
+  check(await rejectsWith(sk.take('{e}:unlimited', 1, 't-1')), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'an unlimited item moves no units',
+  });
+  check(await rejectsWith(sk.add('{e}:unlimited', 1, { transferId: 't-1' })), InvalidArgumentError, {
+    kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'an unlimited item moves no units',
+  });
+  check(await rejectsWith(sk.settle('{e}:string', 't-1')), WrongTypeError, {
+    kind: ErrorKind.WRONG_TYPE, code: 'WRONGTYPE', message: 'Operation against a key holding the wrong kind of value',
+  });
+  await sk.init('{e}:full', 0);
+  const accepted = await Promise.all(Array.from({ length: 10000 }, (_, i) => sk.add('{e}:full', 1, { transferId: `f-${i}` })));
+  assert.equal(accepted[9999], 10000);
+  const full = {
+    kind: ErrorKind.ITEM_FULL, code: 'ERR', message: 'sale item is full: it cannot record more transfers (10000 at most)',
+  };
+  check(await rejectsWith(sk.take('{e}:full', 1, 'f-last')), ItemFullError, full);
+  check(await rejectsWith(sk.add('{e}:full', 1, { transferId: 'f-last' })), ItemFullError, full);
+  assert.equal(await sk.add('{e}:full', 1, { transferId: 'f-9999' }), 10000); // a replay still answers
+  assert.equal(await sk.get('{e}:full'), 10000);
+
   // Client-side checks: types the library refuses before sending.
   await assert.rejects(sk.deduct('{e}:item', 'alice', 1.5), RangeError);
   await assert.rejects(sk.deduct('{e}:item', 'alice', 1, { requestID: 'typo' }), TypeError);
   await assert.rejects(sk.init('{e}:item', { stock: 1 }), TypeError);
   await assert.rejects(sk.deduct('{e}:item', null), TypeError);
+  await assert.rejects(sk.take('{e}:item', 1), TypeError);
+  await assert.rejects(sk.take('{e}:item', 1, 't', { destination: 'x' }), TypeError);
+  await assert.rejects(sk.add('{e}:item', 1, { transferID: 't' }), TypeError);
 }
 
 module.exports = {
-  FAR, commandsScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
+  FAR, commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
 };

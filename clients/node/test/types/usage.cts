@@ -5,6 +5,7 @@ import Redis, { Cluster } from 'ioredis';
 import {
   seckill, installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold,
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
+  SettleOutcome, Transfer, SplitItem, fnv1a32,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -37,9 +38,43 @@ async function nodeRedis(): Promise<void> {
   const replies = await client.multi().seckill.get('sku:1').seckill.add('sku:1', 3).exec();
   console.log(created, outcome, stock, ok, c, released, replies, UNLIMITED_STOCK);
 
+  // Transfers between parts.
+  const taken: number | null = await client.seckill.take('sku:1:part:0', 4, 'move-1', 'sku:1:part:1');
+  await client.seckill.take('sku:1:part:0', 4, 'move-1', { to: 'sku:1:part:1' });
+  await client.seckill.take('sku:1:part:0', 4, 'move-2');
+  const added: number | null = await client.seckill.add('sku:1:part:1', 4, { transferId: 'move-1' });
+  const settled: SettleOutcome = await client.seckill.settle('sku:1:part:0', 'move-1');
+  if (settled === SettleOutcome.UNKNOWN) console.log('unknown');
+  const open: Transfer[] | null = await client.seckill.transfers('sku:1:part:0');
+  if (open) for (const t of open) console.log(t.transferId, t.units + 1, t.destination);
+  if (info !== null) console.log(info.movedOut + info.movedIn);
+  // @ts-expect-error take needs a transfer id
+  await client.seckill.take('sku:1:part:0', 4);
+  // @ts-expect-error unknown option
+  await client.seckill.add('sku:1', 1, { transferID: 'x' });
+  console.log(taken, added);
+
   const cluster = createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:30001' }], modules: { seckill: seckillModule } });
   const g: number | null = await cluster.seckill.get('sku:1');
   console.log(g);
+
+  // A split item over the node-redis client and over the cluster.
+  const parts: string[] = SplitItem.named('sku:9', 3);
+  const split = new SplitItem(cluster, parts);
+  const shares: boolean[] = await split.init(100, { limit: 1 });
+  const i: number = split.partFor('alice');
+  const d: DeductResult = await split.deduct('alice', 1, { requestId: 'o-1', hold: 60 });
+  const co: ConfirmOutcome = await split.confirm('alice', 'o-1');
+  const rf: number | null = await split.refund('alice', 'o-1');
+  const b: number | null = await split.bought(42);
+  const total: number | null = await split.stock();
+  const infos: Array<ItemInfo | null> = await split.info();
+  const overClient = new SplitItem(client, [Buffer.from('p0'), 'p1']);
+  await overClient.deduct('bob');
+  const h: number = fnv1a32('foobar') + fnv1a32(Buffer.from('a'));
+  // @ts-expect-error a SplitItem needs a client with the seckill commands
+  new SplitItem(createClient(), parts);
+  console.log(shares, i, d, co, rf, b, total, infos, h, split.parts[0]);
 }
 
 async function ioredis(): Promise<void> {
@@ -54,7 +89,21 @@ async function ioredis(): Promise<void> {
   await redis.seckill.init('sku:1', { stock: 1 });
   const cluster = install2(new Cluster([{ host: '127.0.0.1', port: 30001 }], { enableAutoPipelining: true }));
   const hs: Hold[] | null = await cluster.seckill.holds('sku:1', 'alice');
-  console.log(r, i, flat, results, hs);
+  const moved = await redis.pipeline()
+    .seckill.take('{m}:0', 2, 't-1', '{m}:1')
+    .seckill.add('{m}:1', 2, 't-1')
+    .seckill.settle('{m}:0', 't-1')
+    .seckill.transfers('{m}:0')
+    .exec();
+  const flatTake: number | null = await redis.seckillTake('p', 1, 't');
+  const st: SettleOutcome = await redis.seckillSettle('p', 't');
+  const split = new SplitItem(cluster, SplitItem.named('sku:7', 3));
+  const sd: DeductResult = await split.deduct('alice');
+  const overRedis = new SplitItem(redis, ['a', 'b']);
+  const ss: number | null = await overRedis.stock();
+  // @ts-expect-error ioredis without installSeckill has no seckill commands
+  new SplitItem(new Redis(), ['a']);
+  console.log(r, i, flat, results, hs, moved, flatTake, st, sd, ss);
 }
 
 function errors(err: unknown): void {

@@ -1,0 +1,178 @@
+"""Split items: one sale item spread over several parts, so that its traffic spans several shards.
+
+Each part is an ordinary item under its own key; put the parts on different shards (cluster
+masters) by picking their names. A user always reaches the same part, chosen by the FNV-1a hash
+of the user id, so the per-user limit stays exact. The Node and Rust clients pick the very same
+part for a user. Moving stock between parts (``take``, ``add(..., transfer_id=)``, ``settle``)
+is left to ``seckill-rebalancer`` or to the client's own methods.
+
+``SplitItem`` is the sync helper; ``seckill.asyncio.SplitItem`` is its asyncio twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import Seckill
+from .commands import Key
+from .values import UNLIMITED_STOCK, ConfirmOutcome, DeductResult, ItemInfo
+
+__all__ = ["SplitItem", "fnv1a32", "named", "part_index", "split_stock", "sum_stock"]
+
+FNV32_OFFSET_BASIS = 2166136261
+FNV32_PRIME = 16777619
+
+
+def fnv1a32(data: str | bytes) -> int:
+    """The 32-bit FNV-1a hash of ``data`` (a ``str`` is hashed as its UTF-8 bytes)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    elif not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"expected str or bytes, not {type(data).__name__}")
+    value = FNV32_OFFSET_BASIS
+    for byte in bytes(data):
+        value = ((value ^ byte) * FNV32_PRIME) & 0xFFFFFFFF
+    return value
+
+
+def named(item: Key, n: int) -> list[Key]:
+    """The default part names of ``item``: ``item:part:0`` to ``item:part:{n-1}``.
+
+    Whether they land on different cluster masters depends on their slots: check, or pick names.
+    """
+    count = _count(n)
+    if isinstance(item, bytes):
+        return [item + b":part:" + str(i).encode() for i in range(count)]
+    if not isinstance(item, str):
+        raise TypeError(f"item must be str or bytes, not {type(item).__name__}")
+    return [f"{item}:part:{i}" for i in range(count)]
+
+
+def part_index(user: Key, n: int) -> int:
+    """The part (0 to n-1) that ``user`` always buys from: ``fnv1a32(user) % n``."""
+    if not isinstance(user, (str, bytes)):
+        raise TypeError(f"user must be str or bytes, not {type(user).__name__}")
+    return fnv1a32(user) % n
+
+
+def split_stock(total_stock: int, n: int) -> list[int]:
+    """``total_stock`` shared over ``n`` parts: ``total // n`` each, one more for the first
+    ``total % n`` parts."""
+    if isinstance(total_stock, bool) or not isinstance(total_stock, int):
+        raise TypeError(f"total_stock must be an int, not {type(total_stock).__name__}")
+    if total_stock < 0:
+        raise ValueError("total_stock must not be negative")
+    share, rest = divmod(total_stock, n)
+    return [share + (1 if i < rest else 0) for i in range(n)]
+
+
+def sum_stock(stocks: Sequence[int | None]) -> int | None:
+    """The stock of a split item from its parts' stocks: missing parts (None) count 0, None if
+    every part is missing, ``UNLIMITED_STOCK`` if a part is unlimited."""
+    present = [stock for stock in stocks if stock is not None]
+    if not present:
+        return None
+    if UNLIMITED_STOCK in present:
+        return UNLIMITED_STOCK
+    return sum(present)
+
+
+def _count(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"the number of parts must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError("a split item needs at least one part")
+    return n
+
+
+def _parts(parts: Sequence[Key]) -> tuple[Key, ...]:
+    if isinstance(parts, (str, bytes)):
+        raise TypeError("parts must be a list of key names, not one key")
+    keys = tuple(parts)
+    _count(len(keys))
+    for part in keys:
+        if not isinstance(part, (str, bytes)):
+            raise TypeError(f"a part name must be str or bytes, not {type(part).__name__}")
+    if len(set(keys)) != len(keys):
+        raise ValueError("part names must be distinct")
+    return keys
+
+
+class SplitItem:
+    """One sale item split over the items ``parts`` (key names, ideally on different shards).
+
+    ``client`` is a ``seckill.Seckill`` or a redis-py client (``redis.Redis``,
+    ``redis.RedisCluster``) to wrap; not a pipeline, since ``stock()`` and ``info()`` read every
+    part. User ``user``'s calls always go to part ``part_for(user)``.
+    """
+
+    named = staticmethod(named)
+
+    def __init__(self, client: Any, parts: Sequence[Key]) -> None:
+        seckill = client if isinstance(client, Seckill) else Seckill(client)
+        if seckill._queued is not None:
+            raise TypeError("a SplitItem needs a client, not a pipeline")
+        self._seckill = seckill
+        self._parts = _parts(parts)
+
+    @property
+    def seckill(self) -> Seckill:
+        """The client the parts are reached through."""
+        return self._seckill
+
+    @property
+    def parts(self) -> tuple[Key, ...]:
+        """The part key names, in order."""
+        return self._parts
+
+    def __repr__(self) -> str:
+        return f"SplitItem({self._seckill!r}, {list(self._parts)!r})"
+
+    def part_for(self, user: Key) -> int:
+        """The index of the part ``user`` buys from (FNV-1a 32 of the user id, modulo the parts)."""
+        return part_index(user, len(self._parts))
+
+    def key_for(self, user: Key) -> Key:
+        """The key of the part ``user`` buys from."""
+        return self._parts[self.part_for(user)]
+
+    def init(self, total_stock: int, limit: int | None = None, **options: Any) -> list[bool]:
+        """SECKILL.INIT on every part, ``total_stock`` shared out (``split_stock``); the other
+        options are ``Seckill.init``'s, the same for every part. One bool per part."""
+        shares = split_stock(total_stock, len(self._parts))
+        return [self._seckill.init(part, share, limit=limit, **options) for part, share in zip(self._parts, shares)]
+
+    def deduct(
+        self,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+    ) -> DeductResult:
+        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock."""
+        return self._seckill.deduct(
+            self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
+        )
+
+    def confirm(self, user: Key, request_id: Key) -> ConfirmOutcome:
+        """SECKILL.CONFIRM on the user's part."""
+        return self._seckill.confirm(self.key_for(user), request_id)
+
+    def refund(self, user: Key, request_id: Key) -> int | None:
+        """SECKILL.REFUND on the user's part."""
+        return self._seckill.refund(self.key_for(user), request_id)
+
+    def bought(self, user: Key) -> int | None:
+        """SECKILL.BOUGHT on the user's part: all the user holds of the item."""
+        return self._seckill.bought(self.key_for(user), user)
+
+    def stock(self) -> int | None:
+        """The sum of the parts' stocks (a missing part counts 0); None if no part exists."""
+        return sum_stock([self._seckill.get(part) for part in self._parts])
+
+    def info(self) -> list[ItemInfo | None]:
+        """Each part's ItemInfo, in order (None for a missing part)."""
+        return [self._seckill.info(part) for part in self._parts]
