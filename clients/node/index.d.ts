@@ -101,7 +101,7 @@ export type ConfirmOutcome = (typeof ConfirmOutcome)[keyof typeof ConfirmOutcome
 export declare const SettleOutcome: Readonly<{
   /** The transfer was open and is closed now. */
   SETTLED: 'SETTLED';
-  /** It was closed before, or its TAKE took nothing. */
+  /** It was closed before. */
   ALREADY_SETTLED: 'ALREADY_SETTLED';
   /** No such transfer was given out by this part. */
   UNKNOWN: 'UNKNOWN';

@@ -60,7 +60,7 @@ class SettleOutcome(enum.Enum):
     SETTLED = 1
     """The transfer was open and is closed now."""
     ALREADY_SETTLED = 0
-    """It was closed before, or its ``TAKE`` took nothing."""
+    """It was closed before."""
     UNKNOWN = -4
     """No transfer with this id was given out by this item (an ``ADD ... ID`` id is not one)."""
     NO_ITEM = -3
