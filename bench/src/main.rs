@@ -8,6 +8,7 @@ mod instructions;
 mod load;
 mod postgres;
 mod report;
+mod split;
 
 use contenders::Scripts;
 use contenders::{
@@ -778,15 +779,16 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
 
 /// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone,
 /// `SECKILL_BENCH_ONLY=instructions` section (g) and
-/// `SECKILL_BENCH_ONLY=drain` section (h) and `SECKILL_BENCH_ONLY=big`
-/// sections (e) and (i), and prints their figures instead
+/// `SECKILL_BENCH_ONLY=drain` section (h), `SECKILL_BENCH_ONLY=big`
+/// sections (e) and (i) and `SECKILL_BENCH_ONLY=split` section (j), and
+/// prints their figures instead
 /// of rewriting BENCHMARKS.md and the chart. No other section can run
 /// alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if !["lapse", "instructions", "drain", "big"].contains(&section.as_str()) {
+    if !["lapse", "instructions", "drain", "big", "split"].contains(&section.as_str()) {
         eprintln!(
-            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain` or `big` can run alone"
+            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain`, `big` or `split` can run alone"
         );
         std::process::exit(2);
     }
@@ -844,6 +846,13 @@ fn main() {
         big_items::big_items(&mut con, plan.big_item_buyers);
         return;
     }
+    if only.as_deref() == Some("split") {
+        println!("(j) one item split over 3 shards, alone (BENCHMARKS.md is left as it is)");
+        let split = split::measure(plan.clients, plan.pipelined_requests, plan.repeats);
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        println!("{}", split.markdown(cores));
+        return;
+    }
     if only.as_deref() == Some("instructions") {
         println!("(g) instructions per call, alone (BENCHMARKS.md is left as it is)");
         for count in instructions::measure() {
@@ -881,6 +890,8 @@ fn main() {
     let drain = order_drain(&server, &mut con, &plan, postgres.as_ref());
     println!("(i) big items against a hash and a set");
     let big = big_items::big_items(&mut con, plan.big_item_buyers);
+    println!("(j) one item split over 3 shards");
+    let split = split::measure(plan.clients, plan.pipelined_requests, plan.repeats);
 
     let report = Report {
         redis_version: version,
@@ -901,6 +912,7 @@ fn main() {
         big,
         lapse,
         drain,
+        split,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

@@ -316,6 +316,7 @@ pub struct Report {
     pub lapse: Lapse,
     /// Section (h), or why it was not measured.
     pub drain: Result<Drain, String>,
+    pub split: crate::split::SplitScaling,
 }
 
 fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
@@ -856,6 +857,7 @@ impl Report {
             }
         }
         out.push_str(&self.big_items_markdown());
+        out.push_str(&self.split.markdown(self.cores));
         out.push('\n');
         out.push_str(notes.trim_end());
         out.push('\n');
