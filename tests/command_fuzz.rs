@@ -7,7 +7,8 @@
 //! - a call that errored left its key exactly as it was (DUMP before and
 //!   after, in the same pipeline as the call, so no timer runs between);
 //! - every limited item's counters add up:
-//!   `stock + sold - refunded - expired == initial + added`.
+//!   `stock + sold - refunded - expired + moved_out - moved_in == initial +
+//!   added`.
 //!
 //! The generator is a fixed xorshift, so each seed replays the same calls.
 
@@ -158,7 +159,21 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
-        8..=12 => vec![b("SECKILL.ADD"), key, qty(rng)],
+        8..=10 => vec![b("SECKILL.ADD"), key, qty(rng)],
+        // Transfers between parts: TAKE, ADD ... ID, SETTLE, TRANSFERS.
+        11 => {
+            let mut args = vec![b("SECKILL.TAKE"), key, qty(rng), b("ID"), request(rng)];
+            if rng.percent(50) {
+                args.push(b("TO"));
+                args.push(b(rng.pick(KEYS)));
+            }
+            args
+        }
+        12 => match rng.below(3) {
+            0 => vec![b("SECKILL.ADD"), key, qty(rng), b("ID"), request(rng)],
+            1 => vec![b("SECKILL.SETTLE"), key, request(rng)],
+            _ => vec![b("SECKILL.TRANSFERS"), key],
+        },
         // DEDUCT key user qty [ID r] [HOLD s | HOLDUNTIL ms]
         13..=49 => {
             let mut args = vec![b("SECKILL.DEDUCT"), key, user(rng), qty(rng)];
@@ -351,11 +366,13 @@ fn check_items(findings: &mut Findings, infos: &[Value], context: &dyn Fn() -> S
                 }
                 let lhs = f["stock"] as i128 + f["sold"] as i128
                     - f["refunded"] as i128
-                    - f["expired"] as i128;
+                    - f["expired"] as i128
+                    + f["moved_out"] as i128
+                    - f["moved_in"] as i128;
                 let rhs = f["initial"] as i128 + f["added"] as i128;
                 if lhs != rhs {
                     findings.add("counters do not add up", || {
-                        format!("{key}: stock + sold - refunded - expired = {lhs}, initial + added = {rhs}, {f:?}, after {}", context())
+                        format!("{key}: stock + sold - refunded - expired + moved_out - moved_in = {lhs}, initial + added = {rhs}, {f:?}, after {}", context())
                     });
                 }
             }

@@ -519,6 +519,17 @@ fn build_shapes(con: &mut Connection) -> Vec<&'static str> {
 
     fill_mixed(con, "{k}big", 2_500);
 
+    // A part of a split item, with transfers both ways, open and settled.
+    ok::<i64>(con, &["SECKILL.INIT", "{k}moves", "30", "LIMIT", "2"]);
+    ok::<i64>(
+        con,
+        &["SECKILL.TAKE", "{k}moves", "5", "ID", "t1", "TO", "{k}p2"],
+    );
+    ok::<i64>(con, &["SECKILL.TAKE", "{k}moves", "3", "ID", "t2"]);
+    ok::<i64>(con, &["SECKILL.SETTLE", "{k}moves", "t1"]);
+    ok::<i64>(con, &["SECKILL.ADD", "{k}moves", "4", "ID", "t3"]);
+    ok::<i64>(con, &["SECKILL.DEDUCT", "{k}moves", "a", "1", "ID", "r1"]);
+
     // h4 lapses; a write releases it, so the item holds an expired request.
     std::thread::sleep(Duration::from_millis(400));
     ok::<i64>(con, &["SECKILL.ADD", "{k}holds", "1"]);
@@ -530,6 +541,7 @@ fn build_shapes(con: &mut Connection) -> Vec<&'static str> {
         "{k}u",
         "{k}x",
         "{k}big",
+        "{k}moves",
     ]
 }
 
@@ -539,7 +551,15 @@ fn assert_bookkeeping(con: &mut Connection, key: &str, context: &str) {
     let field = |name: &str| i128::from(info[name]);
     let net_sold = field("sold") - field("refunded") - field("expired");
     for name in [
-        "stock", "sold", "refunded", "expired", "held", "initial", "added",
+        "stock",
+        "sold",
+        "refunded",
+        "expired",
+        "held",
+        "initial",
+        "added",
+        "moved_out",
+        "moved_in",
     ] {
         assert!(field(name) >= 0, "{context}: negative {name}: {info:?}");
     }
@@ -549,9 +569,9 @@ fn assert_bookkeeping(con: &mut Connection, key: &str, context: &str) {
     );
     if field("unlimited") == 0 {
         assert_eq!(
-            field("stock") + net_sold,
+            field("stock") + net_sold + field("moved_out") - field("moved_in"),
             field("initial") + field("added"),
-            "{context}: stock + sold - refunded - expired != initial + added: {info:?}"
+            "{context}: stock + sold - refunded - expired + moved_out - moved_in != initial + added: {info:?}"
         );
     }
     assert!(
