@@ -36,14 +36,33 @@ fn parts_on_three_masters(cluster: &Cluster) -> Vec<String> {
     unreachable!()
 }
 
-fn start_rebalancer(seed: &str, parts: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"))
-        .args(["--redis", seed, "--cluster", "--item", &parts.join(",")])
-        .args(["--low", "20", "--interval-ms", "20", "--lease-ms", "500"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start seckill-rebalancer")
+/// The rebalancer process, killed when dropped, so that a failing test
+/// leaves none running.
+struct Rebalancer(Child);
+
+impl Rebalancer {
+    fn start(seed: &str, parts: &[String]) -> Rebalancer {
+        let child = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"))
+            .args(["--redis", seed, "--cluster", "--item", &parts.join(",")])
+            .args(["--low", "20", "--interval-ms", "20", "--lease-ms", "500"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start seckill-rebalancer");
+        Rebalancer(child)
+    }
+
+    /// SIGKILL, wherever it is.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Rebalancer {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// A small deterministic generator: the same clicks every run.
@@ -113,7 +132,7 @@ fn a_split_item_sells_exactly_its_stock_through_kills_and_a_failover() {
     let owners: Vec<usize> = slots.iter().map(|slot| cluster.owner(*slot)).collect();
     // The rebalancer's seed is a master that is not failed over below.
     let seed = cluster.nodes[owners[0]].url();
-    let mut rebalancer = start_rebalancer(&seed, &parts);
+    let mut rebalancer = Rebalancer::start(&seed, &parts);
 
     let mut clicks = Clicks(0x9e37_79b9_7f4a_7c15);
     let mut acked: Vec<(String, String)> = Vec::new();
@@ -124,9 +143,8 @@ fn a_split_item_sells_exactly_its_stock_through_kills_and_a_failover() {
         match click {
             // SIGKILL at any point: the next run finishes what it left open.
             1_500 | 3_500 => {
-                rebalancer.kill().unwrap();
-                rebalancer.wait().unwrap();
-                rebalancer = start_rebalancer(&seed, &parts);
+                rebalancer.kill();
+                rebalancer = Rebalancer::start(&seed, &parts);
             }
             // The second part's master dies; its replica takes over.
             2_500 => cluster.nodes[failed_over].kill(),
@@ -176,8 +194,7 @@ fn a_split_item_sells_exactly_its_stock_through_kills_and_a_failover() {
             })
         },
     );
-    rebalancer.kill().unwrap();
-    rebalancer.wait().unwrap();
+    rebalancer.kill();
 
     // Exactly the stock was sold, none left while buyers kept clicking.
     let infos: Vec<_> = parts
