@@ -18,16 +18,28 @@
 //!    `TAKE` (up to the units asked, once per transfer id), `ADD ... ID`
 //!    with the units taken, `SETTLE`.
 //!
-//! Two movers are safe: transfer ids are derived from the donor's state
-//! (`plan::transfer_id`), and each id moves its units at most once. A lease
-//! per item (`SET ... NX PX`) makes the second one idle rather than
-//! duplicate the work; safety does not rest on it.
+//! Two movers are safe: a `TAKE` takes units out of the stock, so no two
+//! moves ever take the same units, and every transfer id (unique per move:
+//! `plan::transfer_id`) moves its units at most once. A lease per item
+//! (`SET ... NX PX`) makes the second mover idle rather than duplicate the
+//! work; safety does not rest on it.
+//!
+//! With `--wait-replicas N`, the units of a `TAKE` are added elsewhere only
+//! once N replicas of the source acknowledged it (`WAIT`): a failover that
+//! lost the `TAKE` would otherwise leave its units in both parts.
+//!
+//! An item the module refuses to move (a part of another type, an
+//! unlimited part, a destination that recorded all the transfers it may)
+//! is logged once and skipped; the other items go on.
 
 mod plan;
 
 use plan::{moves, transfer_id, Watermarks};
-use redis::ConnectionLike;
+use redis::cluster::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Connection, ConnectionLike};
 use seckill_client::{SeckillCommands, SettleOutcome};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::sleep;
@@ -41,10 +53,16 @@ struct Config {
     interval: Duration,
     lease: Duration,
     name: String,
+    wait_replicas: u64,
+    wait_timeout: Duration,
 }
 
 const USAGE: &str = "usage: seckill-rebalancer --redis URL [--cluster] --item PART,PART[,...] \
-[--item ...] [--low UNITS] [--interval-ms MS] [--lease-ms MS] [--name NAME]";
+[--item ...] [--low UNITS] [--interval-ms MS] [--lease-ms MS] [--name NAME] \
+[--wait-replicas N] [--wait-timeout-ms MS]";
+
+/// The longest destination a TAKE records, as the module bounds it.
+const MAX_PART_NAME: usize = 255;
 
 impl Config {
     fn from_args() -> Result<Config, String> {
@@ -56,6 +74,8 @@ impl Config {
             interval: Duration::from_millis(100),
             lease: Duration::from_millis(2_000),
             name: format!("rebalancer-{}", std::process::id()),
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(1_000),
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -76,7 +96,20 @@ impl Config {
                     if parts.len() < 2 || parts.iter().any(String::is_empty) {
                         return Err(format!("--item needs two part keys or more: {value:?}"));
                     }
+                    if parts.iter().any(|part| part.len() > MAX_PART_NAME) {
+                        return Err(format!(
+                            "--item: part names are at most {MAX_PART_NAME} bytes (a TAKE's destination)"
+                        ));
+                    }
+                    let distinct: HashSet<&String> = parts.iter().collect();
+                    if distinct.len() != parts.len() {
+                        return Err(format!("--item names a part twice: {value:?}"));
+                    }
                     config.items.push(parts);
+                }
+                "--wait-replicas" => config.wait_replicas = number(&value)?,
+                "--wait-timeout-ms" => {
+                    config.wait_timeout = Duration::from_millis(number(&value)?.max(1))
                 }
                 "--low" => config.marks.low = number(&value)? as i64,
                 "--interval-ms" => config.interval = Duration::from_millis(number(&value)?.max(1)),
@@ -113,9 +146,17 @@ fn main() {
         config.items.len(),
         config.marks.low
     );
+    let mut mover = Mover {
+        config: &config,
+        started_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis()),
+        sequence: 0,
+        reported: HashSet::new(),
+    };
     let mut outage = false;
     while !stop.load(Ordering::Relaxed) {
-        match run(&config, &stop) {
+        match run(&mut mover, &stop) {
             Ok(()) => break,
             Err(err) => {
                 if !outage {
@@ -128,29 +169,105 @@ fn main() {
     }
 }
 
+/// A connection that can ask the master of a key's slot how many replicas
+/// acknowledged this connection's writes.
+trait Acknowledged: ConnectionLike {
+    fn wait_replicas(
+        &mut self,
+        key: &str,
+        replicas: u64,
+        timeout: Duration,
+    ) -> redis::RedisResult<u64>;
+}
+
+fn wait_command(replicas: u64, timeout: Duration) -> redis::Cmd {
+    let mut wait = redis::cmd("WAIT");
+    wait.arg(replicas).arg(timeout.as_millis() as u64);
+    wait
+}
+
+impl Acknowledged for Connection {
+    fn wait_replicas(
+        &mut self,
+        _key: &str,
+        replicas: u64,
+        timeout: Duration,
+    ) -> redis::RedisResult<u64> {
+        wait_command(replicas, timeout).query(self)
+    }
+}
+
+impl Acknowledged for ClusterConnection {
+    fn wait_replicas(
+        &mut self,
+        key: &str,
+        replicas: u64,
+        timeout: Duration,
+    ) -> redis::RedisResult<u64> {
+        let master = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+            key,
+            SlotAddr::Master,
+        )));
+        let reply = self.route_command(&wait_command(replicas, timeout), master)?;
+        redis::from_redis_value(reply).map_err(Into::into)
+    }
+}
+
+/// One mover: its configuration, what makes its transfer ids unique, and
+/// the problems it reported already (each is logged once).
+struct Mover<'a> {
+    config: &'a Config,
+    started_ms: u128,
+    sequence: u64,
+    reported: HashSet<String>,
+}
+
+impl Mover<'_> {
+    fn report(&mut self, problem: String) {
+        if self.reported.insert(problem.clone()) {
+            eprintln!("seckill-rebalancer: {problem}");
+        }
+    }
+
+    fn next_transfer_id(&mut self) -> String {
+        self.sequence += 1;
+        transfer_id(&self.config.name, self.started_ms, self.sequence)
+    }
+}
+
 /// Connects and runs rounds until stopped; returns an error to reconnect.
-fn run(config: &Config, stop: &AtomicBool) -> Result<(), String> {
+fn run(mover: &mut Mover, stop: &AtomicBool) -> Result<(), String> {
+    let config = mover.config;
     if config.cluster {
         let client = redis::cluster::ClusterClient::new(vec![config.redis.as_str()])
             .map_err(|err| err.to_string())?;
         let mut con = client.get_connection().map_err(|err| err.to_string())?;
-        rounds(&mut con, config, stop)
+        rounds(&mut con, mover, stop)
     } else {
         let client = redis::Client::open(config.redis.as_str()).map_err(|err| err.to_string())?;
         let mut con = client.get_connection().map_err(|err| err.to_string())?;
-        rounds(&mut con, config, stop)
+        rounds(&mut con, mover, stop)
     }
 }
 
-fn rounds<C: ConnectionLike>(
+fn rounds<C: Acknowledged>(
     con: &mut C,
-    config: &Config,
+    mover: &mut Mover,
     stop: &AtomicBool,
 ) -> Result<(), String> {
+    let config = mover.config;
     while !stop.load(Ordering::Relaxed) {
         for parts in &config.items {
             if holds_lease(con, config, parts).map_err(|err| err.to_string())? {
-                balance(con, config.marks, parts).map_err(|err| err.to_string())?;
+                match balance(con, mover, parts) {
+                    Ok(()) => {}
+                    // The module refused something about this item: the
+                    // others go on.
+                    Err(seckill_client::Error::Seckill(err)) => {
+                        mover.report(format!("item {}: {err}", parts.join(",")));
+                    }
+                    Err(err) => return Err(err.to_string()),
+                }
             }
         }
         sleep(config.interval);
@@ -159,7 +276,7 @@ fn rounds<C: ConnectionLike>(
 }
 
 /// Takes or renews this mover's lease on the item of `parts`.
-fn holds_lease<C: ConnectionLike>(
+fn holds_lease<C: Acknowledged>(
     con: &mut C,
     config: &Config,
     parts: &[String],
@@ -186,82 +303,121 @@ fn holds_lease<C: ConnectionLike>(
 
 /// One round for one item: finish open transfers, then make the moves
 /// the parts' stock calls for.
-fn balance<C: ConnectionLike>(
+fn balance<C: Acknowledged>(
     con: &mut C,
-    marks: Watermarks,
+    mover: &mut Mover,
     parts: &[String],
 ) -> seckill_client::Result<()> {
     for source in parts {
-        finish_open_transfers(con, source)?;
+        finish_open_transfers(con, mover, source)?;
     }
     let mut stocks = Vec::with_capacity(parts.len());
-    let mut moved_out = Vec::with_capacity(parts.len());
     for part in parts {
-        let info = con.seckill_info(part)?;
-        stocks.push(
-            info.as_ref()
-                .filter(|info| !info.unlimited)
-                .map(|info| info.stock),
-        );
-        moved_out.push(info.map_or(0, |info| info.moved_out));
+        // A part that is missing, unlimited or of another type neither
+        // gives nor receives.
+        let stock = match con.seckill_info(part) {
+            Ok(info) => info.filter(|info| !info.unlimited).map(|info| info.stock),
+            Err(seckill_client::Error::Seckill(err)) => {
+                mover.report(format!("part {part} is skipped: {err}"));
+                None
+            }
+            Err(err) => return Err(err),
+        };
+        stocks.push(stock);
     }
-    for planned in moves(&stocks, marks) {
+    for planned in moves(&stocks, mover.config.marks) {
         let (from, to) = (&parts[planned.from], &parts[planned.to]);
-        let donor_stock = stocks[planned.from].unwrap_or(0);
-        let id = transfer_id(from, to, donor_stock, moved_out[planned.from]);
+        let id = mover.next_transfer_id();
         let taken = match con.seckill_take(from, planned.units, &id, Some(to)) {
             Ok(Some(taken)) => taken,
             Ok(None) => continue,
-            // The same id with another quantity: another mover read the
-            // same state and moved already; its transfer is finished by
-            // the recovery of the next round.
-            Err(err) if err.kind().is_some() => continue,
+            Err(seckill_client::Error::Seckill(err)) => {
+                mover.report(format!("TAKE from {from}: {err}"));
+                continue;
+            }
             Err(err) => return Err(err),
         };
         if taken > 0 {
-            deliver(con, from, to, &id, taken)?;
+            deliver(con, mover, from, to, &id, taken)?;
         }
-        // The next move from this donor derives a fresh id.
-        moved_out[planned.from] += taken;
-        stocks[planned.from] = Some(donor_stock - taken);
     }
     Ok(())
 }
 
 /// Adds `units` to `to` once under `id`, then closes the transfer at
-/// `from`. A destination with no item keeps the transfer open (listed by
-/// TRANSFERS) until it exists again.
-fn deliver<C: ConnectionLike>(
+/// `from`, once `from`'s TAKE is on enough replicas. Anything that stops
+/// it leaves the transfer open, for a later round.
+fn deliver<C: Acknowledged>(
     con: &mut C,
+    mover: &mut Mover,
     from: &str,
     to: &str,
     id: &str,
     units: i64,
 ) -> seckill_client::Result<()> {
-    if con.seckill_add_transfer(to, units, id)?.is_none() {
-        eprintln!("seckill-rebalancer: {to} has no item; transfer {id} from {from} stays open");
-        return Ok(());
+    let config = mover.config;
+    if config.wait_replicas > 0 {
+        let acknowledged = con.wait_replicas(from, config.wait_replicas, config.wait_timeout)?;
+        if acknowledged < config.wait_replicas {
+            mover.report(format!(
+                "transfer {id} from {from} waits for {} replica(s) of {from}",
+                config.wait_replicas
+            ));
+            return Ok(());
+        }
+    }
+    match con.seckill_add_transfer(to, units, id) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            mover.report(format!(
+                "{to} has no item; transfer {id} from {from} stays open"
+            ));
+            return Ok(());
+        }
+        Err(seckill_client::Error::Seckill(err)) => {
+            mover.report(format!(
+                "transfer {id} from {from} to {to} stays open: {err}"
+            ));
+            return Ok(());
+        }
+        Err(err) => return Err(err),
     }
     match con.seckill_settle(from, id)? {
         SettleOutcome::Settled | SettleOutcome::AlreadySettled => {}
-        other => eprintln!("seckill-rebalancer: SETTLE {from} {id}: {other:?}"),
+        other => mover.report(format!("SETTLE {from} {id}: {other:?}")),
     }
     Ok(())
 }
 
-fn finish_open_transfers<C: ConnectionLike>(
+fn finish_open_transfers<C: Acknowledged>(
     con: &mut C,
+    mover: &mut Mover,
     source: &str,
 ) -> seckill_client::Result<()> {
-    for open in con.seckill_transfers(source)?.unwrap_or_default() {
-        let Some(to) = open.destination else {
-            eprintln!(
-                "seckill-rebalancer: transfer {} of {source} names no destination; left open",
-                open.transfer_id
-            );
+    let open = match con.seckill_transfers(source) {
+        Ok(open) => open.unwrap_or_default(),
+        Err(seckill_client::Error::Seckill(err)) => {
+            mover.report(format!("part {source} is skipped: {err}"));
+            return Ok(());
+        }
+        Err(err) => return Err(err),
+    };
+    for transfer in open {
+        let Some(to) = transfer.destination else {
+            mover.report(format!(
+                "transfer {} of {source} names no destination; left open",
+                transfer.transfer_id
+            ));
             continue;
         };
-        deliver(con, source, &to, &open.transfer_id, open.units)?;
+        deliver(
+            con,
+            mover,
+            source,
+            &to,
+            &transfer.transfer_id,
+            transfer.units,
+        )?;
     }
     Ok(())
 }

@@ -45,6 +45,8 @@ impl Rebalancer {
         let child = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"))
             .args(["--redis", seed, "--cluster", "--item", &parts.join(",")])
             .args(["--low", "20", "--interval-ms", "20", "--lease-ms", "500"])
+            // A TAKE's units go elsewhere only once a replica has it.
+            .args(["--wait-replicas", "1", "--wait-timeout-ms", "200"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
