@@ -497,7 +497,65 @@ fn warn_if_items_can_be_evicted(ctx: &Context) {
     }
 }
 
-fn register_commands(ctx: &Context, _args: &[RedisString]) -> Status {
+/// One numeric setting: `seckill.<name>`, its default and its range.
+struct Setting {
+    name: &'static str,
+    default: i64,
+    min: i64,
+    max: i64,
+}
+
+const SWEEP_INTERVAL: Setting = Setting {
+    name: "sweep-interval-ms",
+    default: sweeper::DEFAULT_INTERVAL_MS,
+    min: 1,
+    max: 60_000,
+};
+const SWEEP_STEP_BUDGET: Setting = Setting {
+    name: "sweep-step-budget-us",
+    default: sweeper::DEFAULT_STEP_BUDGET_US,
+    min: 50,
+    max: 100_000,
+};
+const MAX_ID_LENGTH: Setting = Setting {
+    name: "max-id-length",
+    default: sale_item::MAX_ID_LEN as i64,
+    min: 1,
+    max: sale_item::MAX_ID_LEN as i64,
+};
+const SETTINGS: [Setting; 3] = [SWEEP_INTERVAL, SWEEP_STEP_BUDGET, MAX_ID_LENGTH];
+
+/// Checks the `name value` pairs given after the module's path in
+/// `loadmodule`: the crate takes them as the settings' first values
+/// without the range checks `CONFIG SET` applies, so the module refuses to
+/// load on an unknown name, a missing value or one out of range.
+fn check_module_arguments(args: &[RedisString]) -> Result<(), String> {
+    let mut args = args.iter().map(|arg| arg.to_string_lossy());
+    while let Some(name) = args.next() {
+        let Some(setting) = SETTINGS.iter().find(|setting| setting.name == name) else {
+            return Err(format!("unknown module argument {name:?}"));
+        };
+        let Some(value) = args.next() else {
+            return Err(format!("module argument {name} needs a value"));
+        };
+        match value.parse::<i64>() {
+            Ok(number) if (setting.min..=setting.max).contains(&number) => {}
+            _ => {
+                return Err(format!(
+                    "module argument {name} must be an integer from {} to {}, not {value:?}",
+                    setting.min, setting.max
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
+    if let Err(problem) = check_module_arguments(args) {
+        ctx.log_warning(&format!("seckill: {problem}"));
+        return Status::Err;
+    }
     let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
         return Status::Err;
     };
@@ -570,29 +628,29 @@ redis_module! {
     configurations: [
         i64: [
             [
-                "sweep-interval-ms",
+                SWEEP_INTERVAL.name,
                 &sweeper::INTERVAL_MS,
-                sweeper::DEFAULT_INTERVAL_MS,
-                1,
-                60_000,
+                SWEEP_INTERVAL.default,
+                SWEEP_INTERVAL.min,
+                SWEEP_INTERVAL.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],
             [
-                "sweep-step-budget-us",
+                SWEEP_STEP_BUDGET.name,
                 &sweeper::STEP_BUDGET_US,
-                sweeper::DEFAULT_STEP_BUDGET_US,
-                50,
-                100_000,
+                SWEEP_STEP_BUDGET.default,
+                SWEEP_STEP_BUDGET.min,
+                SWEEP_STEP_BUDGET.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],
             [
-                "max-id-length",
+                MAX_ID_LENGTH.name,
                 &commands::MAX_ID_LENGTH,
-                sale_item::MAX_ID_LEN as i64,
-                1,
-                sale_item::MAX_ID_LEN as i64,
+                MAX_ID_LENGTH.default,
+                MAX_ID_LENGTH.min,
+                MAX_ID_LENGTH.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],

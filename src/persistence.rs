@@ -4,7 +4,7 @@
 //! rewrites share one format.
 
 use crate::sale_item::codec::{DecodeError, Tally};
-use crate::sale_item::{SaleItem, MAX_ID_LEN};
+use crate::sale_item::{SaleItem, Transfer, MAX_ID_LEN};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::CString;
@@ -188,6 +188,34 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
             outbox.stream.len(),
         );
         add_integer(md, outbox.maxlen);
+    }
+    // A split item's transfers, in transfer id order (unchanged for an
+    // item that never moved stock, so older digests still compare).
+    if let Some(transfers) = item.transfers().filter(|t| !t.is_empty()) {
+        add_integer(md, item.moved_out());
+        add_integer(md, item.moved_in());
+        for (id, transfer) in transfers.iter() {
+            add_bytes(md, id.as_ptr().cast::<c_char>(), id.len());
+            match transfer {
+                Transfer::Out {
+                    requested,
+                    taken,
+                    destination,
+                    open,
+                } => {
+                    add_integer(md, *requested);
+                    add_integer(md, *taken);
+                    add_integer(md, i64::from(*open));
+                    if let Some(destination) = destination {
+                        add_bytes(md, destination.as_ptr().cast::<c_char>(), destination.len());
+                    }
+                }
+                Transfer::In { units, reply } => {
+                    add_integer(md, -*units);
+                    add_integer(md, *reply);
+                }
+            }
+        }
     }
     end(md);
     // Each record is one buffer and its own sequence: Redis combines

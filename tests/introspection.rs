@@ -502,3 +502,29 @@ fn max_id_length_holds_clients_to_shorter_ids_but_never_a_replica() {
     ok::<String>(&mut con, &["CONFIG", "SET", "seckill.max-id-length", "4"]);
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "k", &long]), 1);
 }
+
+#[test]
+fn bad_module_arguments_refuse_to_load_the_module() {
+    for (args, logged) in [
+        (
+            &["sweep-interval-ms", "-1"][..],
+            "module argument sweep-interval-ms must be an integer from 1 to 60000",
+        ),
+        (
+            &["max-id-length", "0"],
+            "module argument max-id-length must be an integer from 1 to 128",
+        ),
+        // Not a number: the crate refuses it before the module's check.
+        (&["max-id-length", "many"], "initialization failed"),
+        (&["bogus", "5"], "unknown module argument \"bogus\""),
+        (
+            &["max-id-length"],
+            "module argument max-id-length needs a value",
+        ),
+    ] {
+        match Server::try_start_with_files(&[], args) {
+            Ok(_) => panic!("{args:?}: the server started"),
+            Err(failure) => assert!(failure.log.contains(logged), "{args:?}: {}", failure.log),
+        }
+    }
+}

@@ -84,6 +84,13 @@ fn a_move_takes_adds_and_settles_exactly_once() {
         error(&mut con, &["SECKILL.TAKE", "free", "1", "ID", "m"]),
         "ERR an unlimited item moves no units"
     );
+    // Transfers are part of the item's content: DEBUG DIGEST-VALUE tells
+    // apart items that differ only in them.
+    for (key, transfer_id) in [("d:1", "x"), ("d:2", "yy")] {
+        ok::<i64>(&mut con, &["SECKILL.INIT", key, "10"]);
+        ok::<i64>(&mut con, &["SECKILL.TAKE", key, "4", "ID", transfer_id]);
+    }
+    assert_ne!(digest(&mut con, "d:1"), digest(&mut con, "d:2"));
     // A transfer id is not a request id: the namespaces are apart.
     assert_eq!(
         ok::<i64>(

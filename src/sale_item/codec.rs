@@ -209,6 +209,12 @@ impl SaleItem {
             _ => return Err(DecodeError("bad unlimited flag")),
         };
         let stock = input.non_negative()?;
+        // The figure an unlimited item reports: a limited item never has
+        // it (INIT and ADD keep below it), or clients would read it as
+        // unlimited.
+        if !unlimited && stock == UNLIMITED_STOCK {
+            return Err(DecodeError("limited stock at the unlimited figure"));
+        }
         let limit = input.non_negative()?;
         let mut item = SaleItem::new(
             if unlimited {
@@ -1589,6 +1595,7 @@ mod tests {
             (EXPIRED, 7, "more units given back than sold"),
             (REFUNDED, i64::MAX, "more units given back than sold"),
             (ADDED, i64::MAX, "units supplied overflow"),
+            (STOCK, i64::MAX, "limited stock at the unlimited figure"),
         ] {
             assert_eq!(
                 refused(field, value).map(|_| ()),
