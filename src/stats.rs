@@ -161,30 +161,25 @@ mod tests {
         assert_eq!(super::fields(&names, None).len(), COMMANDS + 17);
     }
 
+    fn refusals() -> [u64; 6] {
+        [
+            &REFUSED_SOLD_OUT,
+            &REFUSED_LIMIT,
+            &REFUSED_NO_ITEM,
+            &REFUSED_CANCELLED,
+            &REFUSED_NOT_STARTED,
+            &REFUSED_ENDED,
+        ]
+        .map(Counter::get)
+    }
+
     #[test]
     fn a_deduct_reply_counts_as_the_refusal_it_names_and_a_sale_as_none() {
-        let before = [
-            REFUSED_SOLD_OUT.get(),
-            REFUSED_LIMIT.get(),
-            REFUSED_NO_ITEM.get(),
-            REFUSED_CANCELLED.get(),
-            REFUSED_NOT_STARTED.get(),
-            REFUSED_ENDED.get(),
-        ];
+        let before = refusals();
         for reply in [-1, -2, -3, -4, -5, -6, 0, 17, -7] {
             count_deduct_reply(reply);
         }
-        let after = [
-            REFUSED_SOLD_OUT.get(),
-            REFUSED_LIMIT.get(),
-            REFUSED_NO_ITEM.get(),
-            REFUSED_CANCELLED.get(),
-            REFUSED_NOT_STARTED.get(),
-            REFUSED_ENDED.get(),
-        ];
-        for (before, after) in before.iter().zip(after) {
-            assert_eq!(after, before + 1);
-        }
+        assert_eq!(refusals(), before.map(|count| count + 1));
     }
 
     #[test]
