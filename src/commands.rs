@@ -492,8 +492,8 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
 }
 
 /// SECKILL.SETTLE key transfer_id: closes a transfer given out once its
-/// units arrived. Replies 1 closed now, 0 closed before (or it took
-/// nothing), -4 no such transfer given out here.
+/// units arrived. Replies 1 closed now, 0 closed before, -4 no such
+/// transfer given out here.
 pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, transfer_id] = args else {
         return Err(RedisError::WrongArity);

@@ -62,7 +62,7 @@ macro_rules! entry_point {
             argv: *mut *mut raw::RedisModuleString,
             argc: c_int,
         ) -> c_int {
-            stats::CALLS.0[$position].bump();
+            stats::CALLS[$position].bump();
             let context = Context::new(ctx);
             // SAFETY: Redis passes `argc` strings that live for this call.
             let args = unsafe { args::from_argv(argv, argc) };

@@ -35,12 +35,10 @@ impl Counter {
     }
 }
 
-/// Calls of each command, in the order of the command table.
-pub struct Calls(pub [Counter; COMMANDS]);
-
 pub const COMMANDS: usize = 16;
 
-pub static CALLS: Calls = Calls([const { Counter::new() }; COMMANDS]);
+/// Calls of each command, in the order of the command table.
+pub static CALLS: [Counter; COMMANDS] = [const { Counter::new() }; COMMANDS];
 
 pub static UNITS_SOLD: Counter = Counter::new();
 pub static UNITS_REFUNDED: Counter = Counter::new();
@@ -92,7 +90,7 @@ pub type Field = (String, u64);
 pub fn fields(commands: &[&str], items_with_holds: Option<usize>) -> Vec<Field> {
     let mut fields: Vec<Field> = commands
         .iter()
-        .zip(&CALLS.0)
+        .zip(&CALLS)
         .map(|(name, calls)| (format!("{name}_calls"), calls.get()))
         .collect();
     let named: [(&str, &Counter); 17] = [

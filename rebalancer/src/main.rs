@@ -308,8 +308,14 @@ fn balance<C: Acknowledged>(
     mover: &mut Mover,
     parts: &[String],
 ) -> seckill_client::Result<()> {
-    for source in parts {
-        finish_open_transfers(con, mover, source)?;
+    // A part whose transfers could not all be finished gives nothing more
+    // this round: with --wait-replicas and no replica to acknowledge, every
+    // round would otherwise take again and leave the units in transfer.
+    let mut blocked = Vec::new();
+    for (index, source) in parts.iter().enumerate() {
+        if !finish_open_transfers(con, mover, source)? {
+            blocked.push(index);
+        }
     }
     let mut stocks = Vec::with_capacity(parts.len());
     for part in parts {
@@ -326,6 +332,9 @@ fn balance<C: Acknowledged>(
         stocks.push(stock);
     }
     for planned in moves(&stocks, mover.config.marks) {
+        if blocked.contains(&planned.from) {
+            continue;
+        }
         let (from, to) = (&parts[planned.from], &parts[planned.to]);
         let id = mover.next_transfer_id();
         let taken = match con.seckill_take(from, planned.units, &id, Some(to)) {
@@ -338,6 +347,7 @@ fn balance<C: Acknowledged>(
             Err(err) => return Err(err),
         };
         if taken > 0 {
+            // Left open, it is finished (or waited for) by a later round.
             deliver(con, mover, from, to, &id, taken)?;
         }
     }
@@ -346,7 +356,7 @@ fn balance<C: Acknowledged>(
 
 /// Adds `units` to `to` once under `id`, then closes the transfer at
 /// `from`, once `from`'s TAKE is on enough replicas. Anything that stops
-/// it leaves the transfer open, for a later round.
+/// it leaves the transfer open, for a later round: then false.
 fn deliver<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
@@ -354,7 +364,7 @@ fn deliver<C: Acknowledged>(
     to: &str,
     id: &str,
     units: i64,
-) -> seckill_client::Result<()> {
+) -> seckill_client::Result<bool> {
     let config = mover.config;
     if config.wait_replicas > 0 {
         let acknowledged = con.wait_replicas(from, config.wait_replicas, config.wait_timeout)?;
@@ -363,7 +373,7 @@ fn deliver<C: Acknowledged>(
                 "transfer {id} from {from} waits for {} replica(s) of {from}",
                 config.wait_replicas
             ));
-            return Ok(());
+            return Ok(false);
         }
     }
     match con.seckill_add_transfer(to, units, id) {
@@ -372,13 +382,13 @@ fn deliver<C: Acknowledged>(
             mover.report(format!(
                 "{to} has no item; transfer {id} from {from} stays open"
             ));
-            return Ok(());
+            return Ok(false);
         }
         Err(seckill_client::Error::Seckill(err)) => {
             mover.report(format!(
                 "transfer {id} from {from} to {to} stays open: {err}"
             ));
-            return Ok(());
+            return Ok(false);
         }
         Err(err) => return Err(err),
     }
@@ -386,31 +396,33 @@ fn deliver<C: Acknowledged>(
         SettleOutcome::Settled | SettleOutcome::AlreadySettled => {}
         other => mover.report(format!("SETTLE {from} {id}: {other:?}")),
     }
-    Ok(())
+    Ok(true)
 }
 
 fn finish_open_transfers<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
     source: &str,
-) -> seckill_client::Result<()> {
+) -> seckill_client::Result<bool> {
     let open = match con.seckill_transfers(source) {
         Ok(open) => open.unwrap_or_default(),
         Err(seckill_client::Error::Seckill(err)) => {
             mover.report(format!("part {source} is skipped: {err}"));
-            return Ok(());
+            return Ok(false);
         }
         Err(err) => return Err(err),
     };
+    let mut all_closed = true;
     for transfer in open {
         let Some(to) = transfer.destination else {
             mover.report(format!(
                 "transfer {} of {source} names no destination; left open",
                 transfer.transfer_id
             ));
+            all_closed = false;
             continue;
         };
-        deliver(
+        all_closed &= deliver(
             con,
             mover,
             source,
@@ -419,5 +431,5 @@ fn finish_open_transfers<C: Acknowledged>(
             transfer.units,
         )?;
     }
-    Ok(())
+    Ok(all_closed)
 }

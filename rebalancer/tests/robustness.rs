@@ -11,6 +11,10 @@ struct Rebalancer(Child);
 
 impl Rebalancer {
     fn start(server: &Server, items: &[&str]) -> Rebalancer {
+        Rebalancer::start_with(server, items, &[])
+    }
+
+    fn start_with(server: &Server, items: &[&str], extra: &[&str]) -> Rebalancer {
         let mut command = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"));
         command.args([
             "--redis",
@@ -20,6 +24,7 @@ impl Rebalancer {
             "--interval-ms",
             "20",
         ]);
+        command.args(extra);
         for item in items {
             command.args(["--item", item]);
         }
@@ -90,6 +95,29 @@ fn a_part_created_again_is_refilled_without_losing_units() {
     assert_eq!(stock(&mut con, "e:0"), 50, "units lost in the second move");
     let open = con.seckill_transfers("e:0").unwrap().unwrap();
     assert!(open.is_empty(), "{open:?}");
+}
+
+#[test]
+fn a_move_waiting_for_a_replica_is_not_taken_again_every_round() {
+    // No replica will ever acknowledge: the first TAKE stays open, and the
+    // donor gives nothing more meanwhile.
+    let server = Server::start();
+    let mut con = server.client();
+    con.seckill_init(&Init::new("w:0", 100)).unwrap();
+    con.seckill_init(&Init::new("w:1", 0)).unwrap();
+    let _rebalancer = Rebalancer::start_with(
+        &server,
+        &["w:0,w:1"],
+        &["--wait-replicas", "1", "--wait-timeout-ms", "5"],
+    );
+    wait_until("the first TAKE", Duration::from_secs(10), || {
+        stock(&mut con, "w:0") == 50
+    });
+    // Many rounds later (20 ms each), still that one transfer.
+    std::thread::sleep(Duration::from_millis(500));
+    let open = con.seckill_transfers("w:0").unwrap().unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!((stock(&mut con, "w:0"), stock(&mut con, "w:1")), (50, 0));
 }
 
 #[test]

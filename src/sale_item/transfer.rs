@@ -202,8 +202,8 @@ impl SaleItem {
     }
 
     /// Judges a `SETTLE`: 1 closes an open transfer given out, 0 if it was
-    /// closed already (or took nothing), -4 if this part gave out no
-    /// transfer under that id.
+    /// closed already, -4 if this part gave out no transfer under that id
+    /// (a `TAKE` that found no stock records none).
     pub fn judge_settle<'a>(&self, transfer_id: &'a [u8]) -> Verdict<'a, i64> {
         match self.transfer(transfer_id) {
             Some(Transfer::Out { open: true, .. }) => Verdict::Change(Change::Settle(transfer_id)),

@@ -231,7 +231,7 @@ impl FromRedisValue for ItemInfo {
 pub enum SettleOutcome {
     /// `1`: the transfer is closed now.
     Settled,
-    /// `0`: it was closed before (or took nothing).
+    /// `0`: it was closed before.
     AlreadySettled,
     /// `-4`: this part gave out no transfer under that id.
     Unknown,
