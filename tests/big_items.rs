@@ -110,12 +110,6 @@ fn an_item_caught_mid_resize_restores_reloads_and_syncs_identically() {
     }
 }
 
-fn used_memory(con: &mut Connection) -> f64 {
-    server_info(con, "memory", "used_memory")
-        .and_then(|bytes| bytes.parse().ok())
-        .expect("INFO memory used_memory")
-}
-
 /// Waits until `con` is the server's only client, so that no other
 /// connection's buffers are in `used_memory`.
 fn wait_for_the_only_client(con: &mut Connection) {
@@ -172,7 +166,7 @@ fn memory_usage_follows_used_memory_as_an_item_grows() {
         }
         drop(loader);
         wait_for_the_only_client(&mut con);
-        let grown = used_memory(&mut con) - before;
+        let grown = (used_memory(&mut con) - before) as f64;
         let reported = ok::<i64>(&mut con, &["MEMORY", "USAGE", "sku:grow"]) as f64;
         let ratio = reported / grown;
         eprintln!("{buyers} buyers (holds: {hold}): MEMORY USAGE / used_memory growth {ratio:.3}");

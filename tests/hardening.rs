@@ -13,7 +13,8 @@
 mod common;
 
 use common::{
-    command_calls, error, info_field, ok, rewrite_aof, run, snapshot, wait_until, Server,
+    command_calls, error, info_field, ok, rewrite_aof, run, snapshot, used_memory, wait_until,
+    Server,
 };
 use redis::{Connection, Value};
 use std::collections::BTreeSet;
@@ -383,12 +384,6 @@ fn holds_of_an_item_in_a_swapped_db_lapse_by_the_timer() {
 }
 
 // --- Finding 5: paid orders at maxmemory -----------------------------------
-
-fn used_memory(con: &mut Connection) -> i64 {
-    common::server_info(con, "memory", "used_memory")
-        .and_then(|value| value.parse().ok())
-        .expect("used_memory")
-}
 
 /// Past maxmemory (noeviction), new sales are refused with OOM, but the
 /// payment of an order already held (CONFIRM), its cancellation (REFUND)

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ok, server_info, Server};
+use common::{ok, used_memory, Server};
 use redis::Connection;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -18,12 +18,6 @@ const ITEMS: usize = 1_000;
 const HOLDS_PER_ITEM: usize = 300;
 /// Commands per pipeline.
 const BATCH: usize = 2_000;
-
-fn used_memory(con: &mut Connection) -> i64 {
-    server_info(con, "memory", "used_memory")
-        .and_then(|value| value.parse().ok())
-        .expect("used_memory")
-}
 
 fn server_now_ms(con: &mut Connection) -> i64 {
     let time: Vec<i64> = ok(con, &["TIME"]);

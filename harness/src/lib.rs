@@ -270,6 +270,13 @@ pub fn server_info(con: &mut Connection, section: &str, field: &str) -> Option<S
         .map(|value| value.trim().to_owned())
 }
 
+/// INFO memory's `used_memory`, in bytes.
+pub fn used_memory(con: &mut Connection) -> i64 {
+    server_info(con, "memory", "used_memory")
+        .and_then(|bytes| bytes.parse().ok())
+        .expect("INFO memory used_memory")
+}
+
 /// `used_memory` less what client buffers hold (`mem_clients_normal`): a
 /// pipeline leaves a query buffer behind for a while, which is not any
 /// key's memory. Both figures come from one INFO reply, because the server
