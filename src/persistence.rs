@@ -3,7 +3,7 @@
 //! the chunk codec in `sale_item::codec`, so RDB files, DUMP payloads and AOF
 //! rewrites share one format.
 
-use crate::sale_item::codec::{DecodeError, Tally};
+use crate::sale_item::codec::{DecodeError, WholeLoad};
 use crate::sale_item::{SaleItem, Transfer, MAX_ID_LEN};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
@@ -77,15 +77,11 @@ fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, De
         ));
     }
     let next_chunk = || raw::load_string_buffer(rdb).map_err(|_| DecodeError("short read"));
-    let (mut item, expected) = SaleItem::decode_header(next_chunk()?.as_ref())?;
-    // Each record is counted as it is stored, so that checking the whole
-    // item takes no second pass over it.
-    let mut tally = Tally::default();
-    while !item.is_loaded(expected) {
-        item.load_chunk_tallied(next_chunk()?.as_ref(), &mut tally)?;
+    let mut load = WholeLoad::begin(next_chunk()?.as_ref())?;
+    while !load.is_complete() {
+        load.add_chunk(next_chunk()?.as_ref())?;
     }
-    item.check_loaded_tally(expected, tally)?;
-    Ok(item)
+    load.finish()
 }
 
 /// Puts an item loaded with pending holds (from an RDB file, a full sync or

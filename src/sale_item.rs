@@ -6,6 +6,7 @@ mod change;
 pub mod codec;
 mod index;
 mod ledger;
+mod radix;
 mod transfer;
 
 pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};

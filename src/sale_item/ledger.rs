@@ -20,7 +20,8 @@
 //! anyway, and a walk of the arena visits buyers in handle order: a full
 //! check of an item is one front-to-back pass, with nothing to sort.
 
-use super::index::{prefetch, Index};
+use super::index::{prefetch, tag_of, Index};
+use super::radix;
 use foldhash::fast::RandomState;
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
@@ -35,6 +36,40 @@ const FIRST_CHUNK: usize = 256;
 /// Chunk numbers fit in the other 16 bits of a handle.
 const MAX_CHUNKS: usize = 1 << 16;
 
+/// Records a loader has written to the arena and not indexed yet, as
+/// (tag, handle) index slots: see `Ledger::index_unindexed`.
+#[derive(Default)]
+pub struct Unindexed {
+    buyers: Vec<[u32; 2]>,
+    requests: Vec<[u32; 2]>,
+}
+
+impl Unindexed {
+    /// Room for the records a header announces, up to `bound` of each: the
+    /// counts come from the input, which may lie.
+    pub fn with_capacity(buyers: usize, requests: usize) -> Unindexed {
+        Unindexed {
+            buyers: Vec::with_capacity(buyers),
+            requests: Vec::with_capacity(requests),
+        }
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buyers.is_empty() && self.requests.is_empty()
+    }
+}
+
+/// Which of a ledger's ids a load found twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Duplicate {
+    Buyer,
+    Request,
+}
+
 /// The arena or an index cannot take another record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full;
@@ -45,9 +80,10 @@ struct Arena {
 }
 
 impl Arena {
-    /// Appends a record made of `parts` and returns its handle.
-    fn push(&mut self, parts: &[&[u8]]) -> Result<u32, Full> {
-        let len: usize = parts.iter().map(|part| part.len()).sum();
+    /// Appends the record `write` writes, of at most `len` bytes, and
+    /// returns its handle. Written in place, field by field: building it
+    /// elsewhere first cost a copy of every record a load stores.
+    fn push(&mut self, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> Result<u32, Full> {
         let fits = self
             .chunks
             .last()
@@ -63,9 +99,11 @@ impl Arena {
         let number = self.chunks.len() - 1;
         let chunk = self.chunks.last_mut().ok_or(Full)?;
         let position = chunk.len();
-        for part in parts {
-            chunk.extend_from_slice(part);
-        }
+        write(chunk);
+        debug_assert!(
+            chunk.len() - position <= len,
+            "a record longer than announced"
+        );
         Ok(((number << 16) | position) as u32)
     }
 
@@ -106,6 +144,13 @@ impl Arena {
             + self.chunks.iter().map(Vec::capacity).sum::<usize>()
     }
 }
+
+/// The most bytes a buyer record takes besides its name: the length byte
+/// and 8 bytes of units.
+const BUYER_RECORD_EXTRA: usize = 9;
+/// The most bytes a request record takes besides its id: the length byte,
+/// the state, the buyer's handle and three varints of up to 10 bytes.
+const REQUEST_RECORD_EXTRA: usize = 1 + 1 + 4 + 3 * 10;
 
 /// Marks a request record in its length byte, so that the arena can be
 /// walked record by record (see `ArenaWalk`).
@@ -178,20 +223,14 @@ impl Iterator for ArenaWalk<'_> {
     }
 }
 
-fn put_varint(out: &mut [u8; 10], mut value: u64) -> &[u8] {
-    // Seven bits a byte, low first; ten bytes hold any u64.
-    let mut len = 0;
-    for slot in out.iter_mut() {
-        let byte = (value & 0x7f) as u8;
+/// Appends `value` as a varint: seven bits a byte, low first; ten bytes
+/// hold any u64.
+pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7f) | 0x80);
         value >>= 7;
-        len += 1;
-        if value == 0 {
-            *slot = byte;
-            break;
-        }
-        *slot = byte | 0x80;
     }
-    out.get(..len).unwrap_or(&[])
+    out.push(value as u8);
 }
 
 fn take_varint(input: &mut &[u8]) -> u64 {
@@ -209,39 +248,9 @@ fn take_varint(input: &mut &[u8]) -> u64 {
     value
 }
 
-/// Sorts records by an arena handle, stably: a radix sort in three passes
-/// of 11 bits (2,048 counters stay in cache), which on a million records
-/// takes a fraction of a comparison sort's time. Records in order already
-/// are left as they are.
-pub fn sort_by_handle<T: Copy + Default>(records: &mut Vec<T>, handle: impl Fn(&T) -> u32) {
-    if records.is_sorted_by_key(&handle) {
-        return;
-    }
-    let mut sorted = vec![T::default(); records.len()];
-    for shift in [0, 11, 22] {
-        let digit = |record: &T| ((handle(record) >> shift) & 0x7ff) as usize;
-        let mut starts = [0usize; 1 << 11];
-        for record in records.iter() {
-            if let Some(count) = starts.get_mut(digit(record)) {
-                *count += 1;
-            }
-        }
-        let mut next = 0;
-        for start in starts.iter_mut() {
-            let count = *start;
-            *start = next;
-            next += count;
-        }
-        for record in records.iter() {
-            if let Some(start) = starts.get_mut(digit(record)) {
-                if let Some(slot) = sorted.get_mut(*start) {
-                    *slot = *record;
-                }
-                *start += 1;
-            }
-        }
-        std::mem::swap(records, &mut sorted);
-    }
+/// Sorts records by an arena handle, stably (see `radix`).
+pub fn sort_by_handle<T: Copy>(records: &mut Vec<T>, handle: impl Fn(&T) -> u32) {
+    radix::sort_by_key(records, 32, handle);
 }
 
 fn slot_handle<const W: usize>(slot: &[u32; W]) -> u32 {
@@ -504,14 +513,71 @@ impl Ledger {
 
     /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.
     pub fn add_buyer(&mut self, hash: u64, user: &[u8], units: i64) -> Result<Buyer, Full> {
-        let name = self
-            .arena
-            .push(&[&[length_byte(user, false)], user, &units.to_le_bytes()])?;
-        self.buyers.insert(hash, [0, name]);
+        let buyer = self.push_buyer(user, units)?;
+        self.buyers.insert(hash, [0, buyer.name]);
+        Ok(buyer)
+    }
+
+    /// Writes a buyer record to the arena, unindexed.
+    fn push_buyer(&mut self, user: &[u8], units: i64) -> Result<Buyer, Full> {
+        let name = self.arena.push(BUYER_RECORD_EXTRA + user.len(), |out| {
+            out.push(length_byte(user, false));
+            out.extend_from_slice(user);
+            out.extend_from_slice(&units.to_le_bytes());
+        })?;
         if units > 0 {
             self.holders += 1;
         }
         Ok(Buyer { name, units })
+    }
+
+    /// `add_buyer` for a loader that indexes every record at the end
+    /// (`index_unindexed`): the buyer is not found by name until then.
+    pub fn add_buyer_unindexed(
+        &mut self,
+        hash: u64,
+        user: &[u8],
+        units: i64,
+        unindexed: &mut Unindexed,
+    ) -> Result<Buyer, Full> {
+        let buyer = self.push_buyer(user, units)?;
+        unindexed.buyers.push([tag_of(hash), buyer.name]);
+        Ok(buyer)
+    }
+
+    /// `add_request` for a loader that indexes every record at the end
+    /// (`index_unindexed`). Returns the record's handle.
+    pub fn add_request_unindexed(
+        &mut self,
+        hash: u64,
+        id: &[u8],
+        buyer: &Buyer,
+        request: NewRequest,
+        unindexed: &mut Unindexed,
+    ) -> Result<u32, Full> {
+        let handle = self.push_request(id, buyer, request)?;
+        unindexed.requests.push([tag_of(hash), handle]);
+        Ok(handle)
+    }
+
+    /// Indexes the records added unindexed, all at once (see
+    /// `Index::insert_all_new`), unless two buyers or two requests have the
+    /// same id: then the indexes are left without them and the ledger is
+    /// to be dropped.
+    pub fn index_unindexed(&mut self, unindexed: Unindexed) -> Result<(), Duplicate> {
+        let Unindexed { buyers, requests } = unindexed;
+        let arena = &self.arena;
+        let same = |one: &[u32; 2], other: &[u32; 2]| {
+            leading_id(arena.record(slot_handle(one)))
+                == leading_id(arena.record(slot_handle(other)))
+        };
+        if !self.buyers.insert_all_new(buyers, same) {
+            return Err(Duplicate::Buyer);
+        }
+        if !self.requests.insert_all_new(requests, same) {
+            return Err(Duplicate::Request);
+        }
+        Ok(())
     }
 
     pub fn find_request(&self, id: &[u8]) -> Lookup<u32> {
@@ -583,17 +649,15 @@ impl Ledger {
 
     /// Writes a request record to the arena, unindexed.
     fn push_request(&mut self, id: &[u8], buyer: &Buyer, request: NewRequest) -> Result<u32, Full> {
-        let mut numbers = [[0; 10]; 3];
-        let [qty_bytes, reply_bytes, deadline_bytes] = &mut numbers;
-        self.arena.push(&[
-            &[length_byte(id, true)],
-            id,
-            &[request.state.code()],
-            &buyer.name.to_le_bytes(),
-            put_varint(qty_bytes, request.qty as u64),
-            put_varint(reply_bytes, request.reply as u64),
-            put_varint(deadline_bytes, request.deadline as u64),
-        ])
+        self.arena.push(REQUEST_RECORD_EXTRA + id.len(), |out| {
+            out.push(length_byte(id, true));
+            out.extend_from_slice(id);
+            out.push(request.state.code());
+            out.extend_from_slice(&buyer.name.to_le_bytes());
+            put_varint(out, request.qty as u64);
+            put_varint(out, request.reply as u64);
+            put_varint(out, request.deadline as u64);
+        })
     }
 
     /// `add_request` for a loader: unless a request with id `id` is there
@@ -637,11 +701,8 @@ impl Ledger {
     /// `request_id` both fit, so that a sale judged possible never fails
     /// half-way through being recorded.
     pub fn has_room(&self, user: Option<&[u8]>, request_id: Option<&[u8]>) -> bool {
-        // A record is its id and a length byte, plus 8 bytes of units for a
-        // buyer, at most 35 bytes of state, buyer handle and three varints
-        // for a request.
-        let buyer = user.map_or(0, |user| user.len() + 9);
-        let request = request_id.map_or(0, |id| id.len() + 36);
+        let buyer = user.map_or(0, |user| BUYER_RECORD_EXTRA + user.len());
+        let request = request_id.map_or(0, |id| REQUEST_RECORD_EXTRA + id.len());
         self.arena.has_room(buyer, request)
     }
 
