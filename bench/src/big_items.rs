@@ -6,7 +6,7 @@
 //! call, the longest entry of `SLOWLOG` under load, or the wall time of an
 //! AOF rewrite child.
 
-use crate::load::{redis_benchmark_on, Throughput};
+use crate::load::{median, redis_benchmark_on, Throughput};
 use redis::Connection;
 use seckill_harness::{command_stat, ok, server_info, used_memory_less_clients, Server};
 use std::time::{Duration, Instant};
@@ -67,15 +67,6 @@ fn timed(con: &mut Connection, args: &[&[u8]]) -> f64 {
     cmd.query::<redis::Value>(con).expect("timed call");
     let name = String::from_utf8_lossy(args[0]).to_lowercase();
     command_stat(con, &name, "usec").unwrap_or(f64::NAN) / 1000.0
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-fn median3(mut run: impl FnMut() -> f64) -> f64 {
-    median((0..3).map(|_| run()).collect())
 }
 
 /// Medians of 5 rounds of `seckill` then `native`, taken in turn, so that
@@ -233,27 +224,42 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
     );
     row("`DEBUG DIGEST-VALUE`", seckill, native);
 
-    // Each contender alone in the database for the whole-dataset figures.
-    ok::<i64>(con, &["UNLINK", "h", "s"]);
-    let seckill_reload = median3(|| timed(con, &[b"DEBUG", b"RELOAD"]));
+    // Each contender alone in the database for the whole-dataset figures,
+    // taking turns round by round as the other figures do: a rewrite ends
+    // with an fsync, whose time drifts with what the disk is doing.
+    ok::<String>(con, &["FLUSHALL", "SYNC"]);
     ok::<String>(con, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
-    ok::<String>(con, &["CONFIG", "SET", "appendonly", "yes"]);
-    let seckill_rewrite = median3(|| aof_rewrite_ms(con));
-    ok::<String>(con, &["CONFIG", "SET", "appendonly", "no"]);
-    ok::<i64>(con, &["UNLINK", "big"]);
-    for (key, payload) in [("h", &payloads[1]), ("s", &payloads[2])] {
-        redis::cmd("RESTORE")
-            .arg(key)
-            .arg(0)
-            .arg(payload.as_slice())
-            .query::<()>(con)
-            .expect("restore native");
+    let alone = |con: &mut Connection, keys: &[(&str, &[u8])]| {
+        ok::<String>(con, &["FLUSHALL", "SYNC"]);
+        for (key, payload) in keys {
+            redis::cmd("RESTORE")
+                .arg(*key)
+                .arg(0)
+                .arg(*payload)
+                .query::<()>(con)
+                .expect("restore for a whole-dataset figure");
+        }
+        let reload = timed(con, &[b"DEBUG", b"RELOAD"]);
+        ok::<String>(con, &["CONFIG", "SET", "appendonly", "yes"]);
+        let rewrite = aof_rewrite_ms(con);
+        ok::<String>(con, &["CONFIG", "SET", "appendonly", "no"]);
+        (reload, rewrite)
+    };
+    let item_alone = [("big", payloads[0].as_slice())];
+    let native_alone = [("h", payloads[1].as_slice()), ("s", payloads[2].as_slice())];
+    let (mut seckill_reloads, mut native_reloads) = (Vec::new(), Vec::new());
+    let (mut seckill_rewrites, mut native_rewrites) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let (reload, rewrite) = alone(con, &item_alone);
+        seckill_reloads.push(reload);
+        seckill_rewrites.push(rewrite);
+        let (reload, rewrite) = alone(con, &native_alone);
+        native_reloads.push(reload);
+        native_rewrites.push(rewrite);
     }
-    let native_reload = median3(|| timed(con, &[b"DEBUG", b"RELOAD"]));
-    ok::<String>(con, &["CONFIG", "SET", "appendonly", "yes"]);
-    let native_rewrite = median3(|| aof_rewrite_ms(con));
-    ok::<String>(con, &["CONFIG", "SET", "appendonly", "no"]);
     ok::<String>(con, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]);
+    let (seckill_reload, native_reload) = (median(seckill_reloads), median(native_reloads));
+    let (seckill_rewrite, native_rewrite) = (median(seckill_rewrites), median(native_rewrites));
     row(
         "`DEBUG RELOAD` (save + load)",
         seckill_reload,

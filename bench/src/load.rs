@@ -172,3 +172,9 @@ where
     run.elapsed = start.elapsed();
     run
 }
+
+/// The middle value (the upper one of an even count); NaN for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}

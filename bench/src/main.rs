@@ -15,7 +15,7 @@ use contenders::{
     load_scripts, single_commands, watch_deduct, DECRBY, FUNCTION, GET, LUA_SECKILL,
     LUA_STOCK_SERVICE, MODULE, POSTGRES, POSTGRES_DURABLE, WATCH,
 };
-use load::{closed_loop, redis_benchmark, Throughput};
+use load::{closed_loop, median, redis_benchmark, Throughput};
 use redis::Connection;
 use report::{FlashSaleRow, Lapse, Measurement, Memory, PathReport, Report, LAPSE_PING_BOUND};
 use seckill_harness::postgres::Postgres;
@@ -69,11 +69,6 @@ impl Plan {
             drain_entries: 100_000 / scale,
         }
     }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn median_throughput(runs: &[Throughput]) -> Throughput {

@@ -604,10 +604,10 @@ impl Report {
              user:N 1 ID order:N`), against Redis's own types holding the same ids: a hash \
              of the buyers (`HSET h user:N 1`) plus a set of the request ids (`SADD s order:N`), \
              on the same server in the same run. Times are server-side (`usec` of `INFO \
-             commandstats`; `DUMP`, `RESTORE` and the digest as the median of 5 \
-             rounds taking each contender in turn, the whole-dataset figures of 3), except the AOF rewrite, timed from `BGREWRITEAOF` \
-             to the child's end. `DEBUG RELOAD` and the rewrite run with each contender \
-             alone in the database. 1 million buyers is enough for stable ratios: every \
+             commandstats`; each figure the median of 5 rounds taking each contender in \
+             turn), except the AOF rewrite, timed from `BGREWRITEAOF` to the child's end. \
+             `DEBUG RELOAD` and the rewrite run with each contender alone in the database, \
+             restored from its `DUMP` at the start of each round. 1 million buyers is enough for stable ratios: every \
              operation here is linear in the item's size.\n\n\
              | operation | seckill item | hash + set | × hash + set |\n|---|--:|--:|--:|\n",
             big.buyers

@@ -8,7 +8,7 @@
 //! clients against one server. A cluster adds nothing on the server side
 //! once clients route by key, so standalone servers stand in for shards.
 
-use crate::load::redis_benchmark;
+use crate::load::{median, redis_benchmark};
 use seckill_harness::{ok, Server};
 use std::thread;
 
@@ -28,11 +28,6 @@ fn deduct(part: &str) -> Vec<String> {
         .iter()
         .map(|arg| arg.to_string())
         .collect()
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 pub fn measure(clients: usize, requests: usize, rounds: usize) -> SplitScaling {

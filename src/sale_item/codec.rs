@@ -401,10 +401,12 @@ impl SaleItem {
     /// `load_groups` for a whole load: each record goes to the arena as it
     /// is read, and is indexed with every other one at the end, so that
     /// nothing is looked up while loading. A buyer is only ever written in
-    /// one group, or in one group and a continuation right after it (its
-    /// requests did not fit one chunk), so the one buyer a group may find
-    /// again is `last`, the buyer of the group before; one named again
-    /// anywhere else is a duplicate, refused when the records are indexed.
+    /// one group, or in one group and continuations at the start of the
+    /// chunks after it (its requests did not fit one chunk), so the one
+    /// buyer a group may find again is `last`, the buyer of the last group
+    /// of the chunk before, and only in the first group of a chunk; one
+    /// named again anywhere else is a duplicate, refused when the records
+    /// are indexed.
     fn load_groups_unindexed(
         &mut self,
         input: &mut Reader<'_>,
@@ -421,8 +423,11 @@ impl SaleItem {
             if requests > (count - records - 1) as u64 {
                 return Err(DecodeError("bad record count"));
             }
+            let first_group = records == 0;
             records += 1 + requests as usize;
-            let continued = last.filter(|buyer| self.ledger.name(buyer.handle()) == user);
+            let continued = last
+                .take()
+                .filter(|buyer| first_group && self.ledger.name(buyer.handle()) == user);
             let mut buyer = match continued {
                 Some(found) if found.units > 0 && units > 0 => {
                     return Err(DecodeError("duplicate buyer"));
@@ -1274,7 +1279,16 @@ impl<'a> Reader<'a> {
         Ok(value)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, DecodeError> {
+        // Most numbers of a record (units, quantities, request counts, no
+        // deadline) fit one byte.
+        if let Some((&byte, rest)) = self.0.split_first() {
+            if byte < 0x80 {
+                self.0 = rest;
+                return Ok(u64::from(byte));
+            }
+        }
         let mut value = 0u64;
         for shift in (0..70).step_by(7) {
             let byte = self.u8()?;
@@ -1291,10 +1305,12 @@ impl<'a> Reader<'a> {
         Err(DecodeError("varint out of range"))
     }
 
+    #[inline]
     fn non_negative_varint(&mut self) -> Result<i64, DecodeError> {
         i64::try_from(self.varint()?).map_err(|_| DecodeError("negative counter"))
     }
 
+    #[inline]
     fn id(&mut self) -> Result<&'a [u8], DecodeError> {
         let len = usize::from(self.u8()?);
         if len == 0 || len > MAX_ID_LEN {
