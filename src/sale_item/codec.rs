@@ -1279,7 +1279,7 @@ impl<'a> Reader<'a> {
         Ok(value)
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, DecodeError> {
         // Most numbers of a record (units, quantities, request counts, no
         // deadline) fit one byte.
@@ -1289,6 +1289,11 @@ impl<'a> Reader<'a> {
                 return Ok(u64::from(byte));
             }
         }
+        self.long_varint()
+    }
+
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<u64, DecodeError> {
         let mut value = 0u64;
         for shift in (0..70).step_by(7) {
             let byte = self.u8()?;
@@ -1305,7 +1310,7 @@ impl<'a> Reader<'a> {
         Err(DecodeError("varint out of range"))
     }
 
-    #[inline]
+    #[inline(always)]
     fn non_negative_varint(&mut self) -> Result<i64, DecodeError> {
         i64::try_from(self.varint()?).map_err(|_| DecodeError("negative counter"))
     }
