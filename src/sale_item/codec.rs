@@ -2026,27 +2026,20 @@ mod tests {
             .collect();
         chunks.push(groups_chunk(2, &[(b"a", 1, &[]), (b"z", 0, &[])]));
         chunks.push(groups_chunk(2, &[(b"z", 0, &[(b"r1", 1, 5, refunded, 0)])]));
-        let whole = whole_load(&item, &chunks).unwrap();
-        let mut chunked = item.clone();
-        for chunk in &chunks {
-            chunked.load_chunk(chunk).unwrap();
-        }
-        for loaded in [&whole, &chunked] {
-            // a, and z for its refunded request.
-            assert_eq!(loaded.ledger.buyer_count(), 2);
-            assert_eq!(
-                loaded.request(b"r1").map(|request| request.user),
-                Some(&b"z"[..])
-            );
-            assert_eq!(
-                loaded.check_loaded(Expected {
-                    buyers: 1,
-                    requests: 1
-                }),
-                Ok(())
-            );
-        }
-        assert_eq!(whole, chunked);
+        let loaded = load_both_ways(&item, &chunks);
+        // a, and z for its refunded request.
+        assert_eq!(loaded.ledger.buyer_count(), 2);
+        assert_eq!(
+            loaded.request(b"r1").map(|request| request.user),
+            Some(&b"z"[..])
+        );
+        assert_eq!(
+            loaded.check_loaded(Expected {
+                buyers: 1,
+                requests: 1
+            }),
+            Ok(())
+        );
     }
 
     #[test]
@@ -2167,6 +2160,18 @@ mod tests {
         load.finish_unchecked().map(|(item, ..)| item)
     }
 
+    /// Loads `chunks` after a header of `item`'s counters both as a whole
+    /// load and chunk by chunk, which must build the same item.
+    fn load_both_ways(item: &SaleItem, chunks: &[Vec<u8>]) -> SaleItem {
+        let whole = whole_load(item, chunks).unwrap();
+        let mut chunked = item.clone();
+        for chunk in chunks {
+            chunked.load_chunk(chunk).unwrap();
+        }
+        assert_eq!(whole, chunked);
+        whole
+    }
+
     #[test]
     fn a_whole_load_takes_chunks_of_every_kind_in_any_mix() {
         let item = counters_only();
@@ -2178,12 +2183,7 @@ mod tests {
             // Group chunks after a chunk of an older kind: looked up again.
             groups_chunk(1, &[(b"c", 0, &[])]),
         ];
-        let mut chunked = item.clone();
-        for chunk in &chunks {
-            chunked.load_chunk(chunk).unwrap();
-        }
-        let whole = whole_load(&item, &chunks).unwrap();
-        assert_eq!(whole, chunked);
+        let whole = load_both_ways(&item, &chunks);
         assert_eq!((whole.bought(b"a"), whole.bought(b"b")), (1, 1));
         assert_eq!(whole.stats().requests, 2);
         assert_eq!(
@@ -2195,9 +2195,10 @@ mod tests {
         );
     }
 
-    /// A whole load indexes its group chunks' records at the end, so it only
-    /// finds the buyer of the group just before: a buyer named again
-    /// further on, which no save writes, is refused as a duplicate, where a
+    /// A whole load indexes its group chunks' records at the end, so the
+    /// only buyer it finds again is the last one of a chunk, continued by
+    /// the first group of the next: a buyer named again anywhere else,
+    /// which no save writes, is refused as a duplicate, where a
     /// chunked load looks every buyer up and takes the later group as more
     /// requests of the same buyer. Either way the item holds together.
     #[test]
