@@ -72,9 +72,10 @@ fn home_slot(tag: u32, slots: usize) -> usize {
     ((u64::from(tag) * slots as u64) >> 32) as usize
 }
 
-/// An open-addressed table of `slots` slots (a power of two), held in
-/// segments that are allocated when a slot in them is first written. A
-/// missing segment reads as empty slots.
+/// An open-addressed table of `slots` slots, held in segments that are
+/// allocated when a slot in them is first written. A missing segment reads
+/// as empty slots. Any count of slots: a table sized for a load holds what
+/// it needs, and the last segment's room past the end is never used.
 #[derive(Clone)]
 struct Table<const W: usize> {
     segments: Vec<Option<Vec<[u32; W]>>>,
@@ -124,8 +125,12 @@ impl<const W: usize> Table<W> {
             .get(at % SEGMENT_SLOTS)
     }
 
-    /// The slot at `at`, its segment allocated (zeroed) if need be.
+    /// The slot at `at`, its segment allocated (zeroed) if need be; `None`
+    /// past the end, where a lookup would never find what was put.
     fn slot_mut(&mut self, at: usize) -> Option<&mut [u32; W]> {
+        if at >= self.slots {
+            return None;
+        }
         let segment_len = self.segment_len();
         self.segments
             .get_mut(at / SEGMENT_SLOTS)?

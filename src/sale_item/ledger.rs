@@ -45,8 +45,8 @@ pub struct Unindexed {
 }
 
 impl Unindexed {
-    /// Room for the records a header announces, up to `bound` of each: the
-    /// counts come from the input, which may lie.
+    /// Room for `buyers` and `requests` records. The caller bounds what a
+    /// header announces: the counts come from the input, which may lie.
     pub fn with_capacity(buyers: usize, requests: usize) -> Unindexed {
         Unindexed {
             buyers: Vec::with_capacity(buyers),
