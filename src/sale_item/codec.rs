@@ -274,7 +274,7 @@ impl SaleItem {
         Ok((item, expected))
     }
 
-    /// Adds the records of one buyers or requests chunk. Returns how many
+    /// Adds the records of one record chunk. Returns how many
     /// records it held. A chunk refused part-way may leave some of its
     /// records in: every caller drops an item whose chunk is refused.
     ///
