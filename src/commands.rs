@@ -377,17 +377,28 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
 
 /// SECKILL.ADD key qty
 pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let (name, qty, transfer_id) = match args {
+    let (name, qty, transfer) = match args {
         [_, name, qty] => (name, qty, None),
-        [_, name, qty, keyword, transfer_id] if keyword.is_keyword("ID") => {
-            (name, qty, Some(id(transfer_id, ERR_BAD_TRANSFER)?))
+        [_, name, qty, keyword, transfer_id, rest @ ..] if keyword.is_keyword("ID") => {
+            // AT ms: the moment the master judged lapses at, for the stock
+            // the transfer replies. Only the master and the AOF send it.
+            let judged_at = match rest {
+                [] => None,
+                [at, ms] if at.is_keyword("AT") && master_decided(ctx) => Some(integer(ms)?),
+                _ => return Err(RedisError::Str(ERR_SYNTAX)),
+            };
+            (
+                name,
+                qty,
+                Some((id(transfer_id, ERR_BAD_TRANSFER)?, judged_at)),
+            )
         }
         [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
         _ => return Err(RedisError::WrongArity),
     };
     let qty = positive(qty)?;
-    if let Some(transfer_id) = transfer_id {
-        return receive_transfer(ctx, name, qty, transfer_id);
+    if let Some((transfer_id, judged_at)) = transfer {
+        return receive_transfer(ctx, name, qty, transfer_id, judged_at);
     }
     write_item(
         ctx,
@@ -405,15 +416,45 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part
 /// of a split item, added once per transfer id. Replies the stock after
 /// the first call, to that call and to every replay.
-fn receive_transfer(ctx: &Context, name: &Arg, qty: i64, transfer_id: &[u8]) -> RedisResult {
+fn receive_transfer(
+    ctx: &Context,
+    name: &Arg,
+    qty: i64,
+    transfer_id: &[u8],
+    judged_at: Option<i64>,
+) -> RedisResult {
     write_item(
         ctx,
         name,
         |item, judging| {
-            Ok(match item.judge_transfer_in(transfer_id, qty)? {
-                Verdict::Answer(reply) => Err(RedisValue::Integer(reply)),
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.add", judging)),
-            })
+            let at = judging.now.or(judged_at);
+            let change = match item.judge_transfer_in(transfer_id, qty, at)? {
+                Verdict::Answer(reply) => return Ok(Err(RedisValue::Integer(reply))),
+                Verdict::Change(change) => change,
+            };
+            // The stock recorded as the reply counts lapsed holds as given
+            // back: a replica must judge them at the master's moment.
+            let lapsing = judging.now.filter(|now| {
+                item.next_deadline()
+                    .is_some_and(|deadline| deadline <= *now)
+            });
+            let Some(now) = lapsing else {
+                return Ok(Ok(verbatim(change, c"seckill.add", judging)));
+            };
+            let effect = vec![
+                name.as_bytes().to_vec(),
+                qty.to_string().into_bytes(),
+                b"ID".to_vec(),
+                transfer_id.to_vec(),
+                b"AT".to_vec(),
+                now.to_string().into_bytes(),
+            ];
+            Ok(Ok(Decision {
+                change,
+                effect: Effect::Rewritten("SECKILL.ADD", effect),
+                event: Some(c"seckill.add"),
+                at: lapses(judging),
+            }))
         },
         |_, reply, _| RedisValue::Integer(reply),
     )

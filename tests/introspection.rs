@@ -259,6 +259,24 @@ fn seckill_info(con: &mut Connection) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Where the section shows, as the README says: asked for by name, with
+/// `INFO modules` and `INFO everything`, and not in plain `INFO`.
+#[test]
+fn info_seckill_is_in_the_module_sections_of_info() {
+    let server = Server::start();
+    let mut con = server.client();
+    for (sections, shown) in [
+        (&["INFO", "seckill"][..], true),
+        (&["INFO", "modules"][..], true),
+        (&["INFO", "everything"][..], true),
+        (&["INFO"][..], false),
+        (&["INFO", "all"][..], false),
+    ] {
+        let text: String = ok(&mut con, sections);
+        assert_eq!(text.contains("seckill_units_sold:"), shown, "{sections:?}");
+    }
+}
+
 #[test]
 fn info_seckill_counts_calls_sales_refusals_holds_and_events() {
     let server = Server::start();

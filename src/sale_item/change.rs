@@ -20,6 +20,7 @@ use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
 use super::{
     Confirmation, Deduction, ItemError, Lapsed, Moment, Outbox, Restock, SaleItem, Stock, Window,
 };
+use std::collections::HashSet;
 
 /// A pending hold as the item indexes it: its deadline and request record.
 pub type HoldRef = (i64, u32);
@@ -71,10 +72,12 @@ pub enum Change<'a> {
         taken: i64,
         destination: Option<&'a [u8]>,
     },
-    /// Receives `units` from another part (`ADD ... ID`).
+    /// Receives `units` from another part (`ADD ... ID`), lapses judged at
+    /// `at` for the stock it replies.
     TransferIn {
         transfer_id: &'a [u8],
         units: i64,
+        at: LapseMoment,
     },
     /// Closes a transfer given out (`SETTLE`).
     Settle(&'a [u8]),
@@ -117,7 +120,7 @@ impl SaleItem {
         self.virtual_stock(self.lapsing(Some(at), None).0)
     }
 
-    fn virtual_stock(&self, lapsing: i64) -> i64 {
+    pub(super) fn virtual_stock(&self, lapsing: i64) -> i64 {
         match self.stock {
             Stock::Limited(units) => units.saturating_add(lapsing),
             Stock::Unlimited => super::UNLIMITED_STOCK,
@@ -288,13 +291,17 @@ impl SaleItem {
     /// Answers 0 when none of them is pending.
     pub fn judge_release(&self, request_ids: &[&[u8]], at: LapseMoment) -> Verdict<'static, i64> {
         let mut holds: Vec<HoldRef> = Vec::new();
+        // In the order named, each once: a set, because a call may name
+        // tens of thousands of ids (a search of the list for each made such
+        // a call take half a second).
+        let mut named = HashSet::new();
         for id in request_ids {
             if let Lookup::Found(handle) = self.ledger.find_request(id) {
                 let request = self.ledger.request(handle);
                 let hold = (request.deadline, handle);
                 let pending =
                     request.state == RequestState::Held && !Self::is_lapsed(request.deadline, at);
-                if pending && !holds.contains(&hold) {
+                if pending && named.insert(hold) {
                     holds.push(hold);
                 }
             }
@@ -440,7 +447,11 @@ impl SaleItem {
                 taken,
                 destination,
             } => self.apply_take(transfer_id, requested, taken, destination),
-            Change::TransferIn { transfer_id, units } => self.apply_transfer_in(transfer_id, units),
+            Change::TransferIn {
+                transfer_id,
+                units,
+                at,
+            } => self.apply_transfer_in(transfer_id, units, at),
             Change::Settle(transfer_id) => self.apply_settle(transfer_id),
             Change::Outbox(outbox) => {
                 self.set_outbox(outbox);

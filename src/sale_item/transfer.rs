@@ -11,7 +11,7 @@
 //! Transfer ids live in their own namespace, apart from request ids, and
 //! follow the same rules (1 to `MAX_ID_LEN` bytes).
 
-use super::change::{Change, Verdict};
+use super::change::{Change, LapseMoment, Verdict};
 use super::{valid_id, ItemError, SaleItem, Stock};
 use std::collections::BTreeMap;
 
@@ -170,6 +170,7 @@ impl SaleItem {
         &self,
         transfer_id: &'a [u8],
         units: i64,
+        at: LapseMoment,
     ) -> Result<Verdict<'a, i64>, ItemError> {
         if units <= 0 {
             return Err(ItemError::NonPositiveQuantity);
@@ -198,7 +199,11 @@ impl SaleItem {
         if received == i64::MAX || stock.checked_add(units).is_none() {
             return Err(ItemError::Overflow);
         }
-        Ok(Verdict::Change(Change::TransferIn { transfer_id, units }))
+        Ok(Verdict::Change(Change::TransferIn {
+            transfer_id,
+            units,
+            at,
+        }))
     }
 
     /// Judges a `SETTLE`: 1 closes an open transfer given out, 0 if it was
@@ -261,11 +266,19 @@ impl SaleItem {
         taken
     }
 
-    pub(super) fn apply_transfer_in(&mut self, transfer_id: &[u8], units: i64) -> i64 {
+    pub(super) fn apply_transfer_in(
+        &mut self,
+        transfer_id: &[u8],
+        units: i64,
+        at: LapseMoment,
+    ) -> i64 {
         if let Stock::Limited(stock) = self.stock {
             self.stock = Stock::Limited(stock + units);
         }
-        let reply = self.remaining();
+        // The stock as reads report it, lapsed holds counted as given back
+        // (not every one is released by this write): what every replay of
+        // the transfer answers.
+        let reply = self.virtual_stock(self.lapsing(at, None).0);
         let transfers = self.transfers_mut();
         transfers.moved_in += units;
         transfers
@@ -294,7 +307,17 @@ impl SaleItem {
 
     /// `ADD ... ID`, judged and applied: the stock after the first call.
     pub fn receive(&mut self, transfer_id: &[u8], units: i64) -> Result<i64, ItemError> {
-        Ok(match self.judge_transfer_in(transfer_id, units)? {
+        self.receive_at(transfer_id, units, None)
+    }
+
+    /// `receive` with lapses judged at `at`, releasing none of them.
+    pub fn receive_at(
+        &mut self,
+        transfer_id: &[u8],
+        units: i64,
+        at: LapseMoment,
+    ) -> Result<i64, ItemError> {
+        Ok(match self.judge_transfer_in(transfer_id, units, at)? {
             Verdict::Answer(reply) => reply,
             Verdict::Change(change) => self.apply(&[], change),
         })
