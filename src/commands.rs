@@ -113,20 +113,25 @@ fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
 /// (`seckill.max-id-length`, at most `MAX_ID_LEN`).
 pub static MAX_ID_LENGTH: AtomicI64 = AtomicI64::new(MAX_ID_LEN as i64);
 
-/// Holds the ids of a client's DEDUCT to `seckill.max-id-length`. Not
-/// those from the master or the AOF: the master accepted them under its own
-/// setting, and a replica refusing them would diverge. Ids already in an
-/// item are still found by every command, whatever the setting.
+/// Holds the ids a client's DEDUCT brings into `item` to
+/// `seckill.max-id-length`. Not those from the master or the AOF: the
+/// master accepted them under its own setting, and a replica refusing them
+/// would diverge. Ids already in the item pass whatever the setting, so
+/// that a retry of a purchase made before the setting was lowered is still
+/// answered as the first call was.
 fn check_configured_id_length(
     ctx: &Context,
+    item: &SaleItem,
     user: &[u8],
     request_id: Option<&[u8]>,
 ) -> Result<(), RedisError> {
     let limit = usize::try_from(MAX_ID_LENGTH.load(Ordering::Relaxed)).unwrap_or(MAX_ID_LEN);
     let too_long = |id: &[u8]| id.len() > limit;
-    let kind = if too_long(user) {
+    let user_new = too_long(user) && !item.knows_buyer(user);
+    let request_new = request_id.is_some_and(|id| too_long(id) && item.request(id).is_none());
+    let kind = if user_new {
         "user id"
-    } else if request_id.is_some_and(too_long) {
+    } else if request_new {
         "request id"
     } else {
         return Ok(());
@@ -640,8 +645,8 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
-    check_configured_id_length(ctx, user, options.request_id)?;
     let judge = |item: &SaleItem, judging: Judging| {
+        check_configured_id_length(ctx, item, user, options.request_id)?;
         // The window is judged only where this server decides: a replica or
         // an AOF replay applies what its master already accepted.
         let moment = match judging.now {

@@ -308,6 +308,12 @@ impl SaleItem {
         self.ledger.units_of(user)
     }
 
+    /// True if the item has a record of `user`: a buyer, even one whose
+    /// units all went back.
+    pub fn knows_buyer(&self, user: &[u8]) -> bool {
+        matches!(self.ledger.find_buyer(user), Lookup::Found(_))
+    }
+
     /// The purchase recorded under `request_id`, if any.
     pub fn request(&self, request_id: &[u8]) -> Option<RequestView<'_>> {
         match self.ledger.find_request(request_id) {

@@ -516,8 +516,30 @@ fn max_id_length_holds_clients_to_shorter_ids_but_never_a_replica() {
     );
     assert_eq!(ok::<i64>(&mut replica_con, &["SECKILL.GET", "k"]), 99);
 
-    // Ids already in the item are found whatever the setting.
+    // Ids already in the item are found whatever the setting: a retry of
+    // the purchase answers as the first call did, and the buyer may buy
+    // again under a new, short id; a new long id is still refused.
     ok::<String>(&mut con, &["CONFIG", "SET", "seckill.max-id-length", "4"]);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "k", &long, "1", "ID", &long]),
+        99
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "k", &long, "1", "ID", "r2"]),
+        98
+    );
+    let longer = "v".repeat(17);
+    assert_eq!(
+        error(
+            &mut con,
+            &["SECKILL.DEDUCT", "k", &long, "1", "ID", &longer]
+        ),
+        "ERR request id must be 1 to 4 bytes"
+    );
+    assert_eq!(
+        error(&mut con, &["SECKILL.DEDUCT", "k", &longer, "1"]),
+        "ERR user id must be 1 to 4 bytes"
+    );
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "k", &long]), 1);
 }
 
