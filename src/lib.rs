@@ -531,10 +531,17 @@ const SETTINGS: [Setting; 3] = [SWEEP_INTERVAL, SWEEP_STEP_BUDGET, MAX_ID_LENGTH
 /// load on an unknown name, a missing value or one out of range.
 fn check_module_arguments(args: &[RedisString]) -> Result<(), String> {
     let mut args = args.iter().map(|arg| arg.to_string_lossy());
+    let mut given = Vec::new();
     while let Some(name) = args.next() {
         let Some(setting) = SETTINGS.iter().find(|setting| setting.name == name) else {
             return Err(format!("unknown module argument {name:?}"));
         };
+        // Only one of two values would apply: which one is not the
+        // operator's to guess.
+        if given.contains(&setting.name) {
+            return Err(format!("module argument {name} given twice"));
+        }
+        given.push(setting.name);
         let Some(value) = args.next() else {
             return Err(format!("module argument {name} needs a value"));
         };

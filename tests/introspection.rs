@@ -561,6 +561,10 @@ fn bad_module_arguments_refuse_to_load_the_module() {
             &["max-id-length"],
             "module argument max-id-length needs a value",
         ),
+        (
+            &["sweep-interval-ms", "5", "sweep-interval-ms", "7"],
+            "module argument sweep-interval-ms given twice",
+        ),
     ] {
         match Server::try_start_with_files(&[], args) {
             Ok(_) => panic!("{args:?}: the server started"),
