@@ -149,6 +149,16 @@ fn lapses(judging: Judging) -> LapseMoment {
     judging.now
 }
 
+/// The moment this server judges a write at, when some of the item's holds
+/// have lapsed by then: what a reply that counts them depends on, and so
+/// what the write must carry to replicas and the AOF (`AT`).
+fn judged_with_lapses(item: &SaleItem, judging: Judging) -> Option<i64> {
+    judging.now.filter(|now| {
+        item.next_deadline()
+            .is_some_and(|deadline| deadline <= *now)
+    })
+}
+
 /// The stock reads report: lapsed holds count as given back.
 fn stock_now(item: &SaleItem, judging: Judging) -> i64 {
     match (judging.now, item.next_deadline()) {
@@ -439,11 +449,7 @@ fn receive_transfer(
             };
             // The stock recorded as the reply counts lapsed holds as given
             // back: a replica must judge them at the master's moment.
-            let lapsing = judging.now.filter(|now| {
-                item.next_deadline()
-                    .is_some_and(|deadline| deadline <= *now)
-            });
-            let Some(now) = lapsing else {
+            let Some(now) = judged_with_lapses(item, judging) else {
                 return Ok(Ok(verbatim(change, c"seckill.add", judging)));
             };
             let effect = vec![
@@ -680,10 +686,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         // The reply a replica records must be the master's: send the
         // deadline a relative hold reached, and the moment lapses were
         // judged at when some were lapsing.
-        let lapsing = judging.now.filter(|now| {
-            item.next_deadline()
-                .is_some_and(|deadline| deadline <= *now)
-        });
+        let lapsing = judged_with_lapses(item, judging);
         let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
         let effect = match (options.request_id, hold_until) {
             (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {

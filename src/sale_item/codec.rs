@@ -2176,20 +2176,22 @@ mod tests {
     fn a_whole_load_takes_chunks_of_every_kind_in_any_mix() {
         let item = counters_only();
         let purchased = RequestState::Purchased.code();
+        let expired = RequestState::Expired.code();
         let chunks = [
             groups_chunk(2, &[(b"a", 1, &[(b"r1", 1, 5, purchased, 0)])]),
             buyers_chunk(&[(b"b", 1)]),
             requests_chunk(&[(b"r2", b"a", 1, 5, RequestState::Refunded, 0)]),
             // Group chunks after a chunk of an older kind: looked up again.
-            groups_chunk(1, &[(b"c", 0, &[])]),
+            groups_chunk(2, &[(b"c", 0, &[(b"r3", 1, 5, expired, 0)])]),
         ];
         let whole = load_both_ways(&item, &chunks);
         assert_eq!((whole.bought(b"a"), whole.bought(b"b")), (1, 1));
-        assert_eq!(whole.stats().requests, 2);
+        assert_eq!(whole.stats().requests, 3);
+        assert_eq!(whole.request(b"r3").map(|r| r.user), Some(&b"c"[..]));
         assert_eq!(
             whole.check_loaded(Expected {
                 buyers: 2,
-                requests: 2
+                requests: 3
             }),
             Ok(())
         );
