@@ -284,11 +284,15 @@ fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError
     Ok(Outbox {
         stream: stream.as_bytes().into(),
         maxlen,
+        // Both commands that name a stream declare it as a key: the
+        // server checked that the caller may write it.
+        confirmed: true,
     })
 }
 
 /// Refuses an order stream the item cannot write in one step on any node,
-/// one of another type, and one the caller may not write.
+/// and one of another type. Whether the caller may write it the server
+/// checked already: both commands that name a stream declare it as a key.
 fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
     if *outbox.stream == *item_key.as_bytes() {
         return Err(RedisError::Str(ERR_STREAM_SELF));
@@ -300,8 +304,7 @@ fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), Re
         // The master checked; a replica or a replay applies.
         return Ok(());
     }
-    order_stream::check_type(ctx, &outbox.stream)?;
-    order_stream::check_access(ctx, &outbox.stream)
+    order_stream::check_type(ctx, &outbox.stream)
 }
 
 fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
@@ -382,6 +385,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
         _ => Effect::Verbatim,
     };
     let published = Published {
+        confirmed: None,
         released: &[],
         effect,
         event: Some(c"seckill.init"),
@@ -969,7 +973,7 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.
-    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 4);
+    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 5);
     for (field, value) in fields {
         reply_with_bytes(ctx, field.as_bytes());
         raw::reply_with_long_long(ctx.get_raw(), value);
@@ -985,7 +989,12 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     raw::reply_with_long_long(ctx.get_raw(), item.outbox().map_or(0, |o| o.maxlen));
     // After the older fields, so that clients reading by position still
     // find those where they were.
-    for (field, value) in [("moved_out", stats.moved_out), ("moved_in", stats.moved_in)] {
+    let stream_confirmed = item.outbox().is_some_and(|outbox| outbox.confirmed);
+    for (field, value) in [
+        ("moved_out", stats.moved_out),
+        ("moved_in", stats.moved_in),
+        ("stream_confirmed", i64::from(stream_confirmed)),
+    ] {
         reply_with_bytes(ctx, field.as_bytes());
         raw::reply_with_long_long(ctx.get_raw(), value);
     }
@@ -1049,6 +1058,7 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
     }
     let published = Published {
+        confirmed: None,
         released: &[],
         effect: Effect::Verbatim,
         event: Some(c"seckill.load"),

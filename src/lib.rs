@@ -70,6 +70,27 @@ macro_rules! entry_point {
         }
         call as extern "C" fn(_, _, _) -> c_int
     }};
+    // A command flagged `getkeys-api`: the server may call it only to learn
+    // which arguments are keys (ACL checks, cluster routing), with no client
+    // to reply to and nothing to count.
+    ($handler:path, $position:expr, keys: $keys:path) => {{
+        extern "C" fn call(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut *mut raw::RedisModuleString,
+            argc: c_int,
+        ) -> c_int {
+            let context = Context::new(ctx);
+            // SAFETY: Redis passes `argc` strings that live for this call.
+            let args = unsafe { args::from_argv(argv, argc) };
+            if context.is_keys_position_request() {
+                $keys(&context, args);
+                return raw::REDISMODULE_OK as c_int;
+            }
+            stats::CALLS[$position].bump();
+            context.reply($handler(&context, args)) as c_int
+        }
+        call as extern "C" fn(_, _, _) -> c_int
+    }};
 }
 
 type EntryPoint =
@@ -104,14 +125,33 @@ const fn item_key(flags: u32) -> KeySpec {
     }
 }
 
+const ORDER_STREAM_FLAGS: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
+
 /// The order stream a command names: every later sale appends to it, so
 /// the caller must be allowed to write it (ACL) and it must share the
 /// item's cluster slot.
 const fn order_stream_key(at: KeyAt) -> KeySpec {
     KeySpec {
         at,
-        flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
+        flags: ORDER_STREAM_FLAGS,
         notes: Some(c"the order stream; every later sale of the item appends to it"),
+    }
+}
+
+/// Where SECKILL.STREAM's keys are, for a server that asks: the item, and
+/// the stream when one is given, flagged as their key specs are.
+fn stream_keys(ctx: &Context, args: &[args::Arg]) {
+    let Some(key_at) = redis_api!(RedisModule_KeyAtPosWithFlags) else {
+        return;
+    };
+    let positions: &[(c_int, u32)] = match args.len() {
+        0 | 1 => &[],
+        2 => &[(1, UPDATES)],
+        _ => &[(1, UPDATES), (2, ORDER_STREAM_FLAGS)],
+    };
+    for &(position, flags) in positions {
+        // SAFETY: a keys-position request context and an index below argc.
+        unsafe { key_at(ctx.get_raw(), position, flags as c_int) };
     }
 }
 
@@ -253,20 +293,21 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.stream",
-            entry_point: entry_point!(commands::stream, 7),
-            flags: c"write deny-oom fast",
+            entry_point: entry_point!(commands::stream, 7, keys: stream_keys),
+            flags: c"write deny-oom fast getkeys-api",
             docs: Docs {
                 summary: c"Sets the order stream of a sale item, or clears it",
                 complexity: c"O(1)",
                 arity: -2,
-                // Not the stream key: a key spec for an optional argument
-                // makes the server find no key at all when it is left out
-                // (no cluster routing, no ACL check). The module checks the
-                // caller may write it, and that it shares the item's slot.
-                keys: ITEM,
+                // The stream key is declared, so the server checks it with
+                // this command's own rights (ACL selectors included) and
+                // routes on it. Without it (clearing the stream) that spec
+                // matches nothing, which makes the server ignore every spec:
+                // it then asks the command for its keys (`getkeys-api`).
+                keys: &[item_key(UPDATES), order_stream_key(KeyAt::Index(2))],
                 args: &[
                     KEY,
-                    Arg::block(c"stream", &[Arg::string(c"stream_key"), STREAM_MAXLEN]).optional(),
+                    Arg::block(c"stream", &[Arg::key(c"stream_key", 1), STREAM_MAXLEN]).optional(),
                 ],
             },
         },
@@ -469,16 +510,23 @@ fn subscribe_to_events(ctx: &Context) {
             id: raw::REDISMODULE_EVENT_LOADING,
             dataver: 1,
         };
+        let config = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_CONFIG,
+            dataver: 1,
+        };
         // SAFETY: callbacks with the RedisModuleEventCallback signature.
         unsafe {
             subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db));
             subscribe(ctx.ctx, loading, Some(commands::on_loading_event));
+            subscribe(ctx.ctx, config, Some(on_config_change));
         }
     }
 }
 
 /// An evicted item loses its ledger: its limits and request ids reset when
-/// the application creates it again. Says so when the server could evict.
+/// the application creates it again, and its pending holds vanish with no
+/// `expire` event. Says so when the server could evict one: under any
+/// `allkeys-*` policy, and under `volatile-*` for items with a TTL.
 fn warn_if_items_can_be_evicted(ctx: &Context) {
     let Some(policy) = call::field(
         ctx,
@@ -488,12 +536,41 @@ fn warn_if_items_can_be_evicted(ctx: &Context) {
     ) else {
         return;
     };
-    if policy.starts_with("allkeys-") {
-        ctx.log_warning(&format!(
-            "seckill: maxmemory-policy is {policy}: at maxmemory sale items can be evicted, \
-             and an evicted item loses its buyers and request ids; run noeviction, or a \
-             volatile-* policy with items created without a TTL"
-        ));
+    let which = if policy.starts_with("allkeys-") {
+        "sale items"
+    } else if policy.starts_with("volatile-") {
+        "sale items created with a TTL (EX, PX, EXAT, PXAT)"
+    } else {
+        return;
+    };
+    ctx.log_warning(&format!(
+        "seckill: maxmemory-policy is {policy}: at maxmemory {which} can be evicted; an \
+         evicted item loses its buyers, request ids and pending holds (no expire event is \
+         written for them); run noeviction, or a volatile-* policy with items created \
+         without a TTL"
+    ));
+}
+
+/// CONFIG SET, as a server event: warns again when the eviction policy
+/// changes to one that can evict items.
+extern "C" fn on_config_change(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut std::os::raw::c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE || data.is_null() {
+        return;
+    }
+    // SAFETY: Redis passes a RedisModuleConfigChange for this event, with
+    // `num_changes` NUL-terminated names that live for the callback.
+    let change = unsafe { &*data.cast::<raw::RedisModuleConfigChange>() };
+    let mut names = (0..change.num_changes as usize).map(|index| {
+        // SAFETY: `index` is below `num_changes` (see above).
+        unsafe { CStr::from_ptr(*change.config_names.add(index)) }
+    });
+    if names.any(|name| name.to_bytes() == b"maxmemory-policy") {
+        warn_if_items_can_be_evicted(&Context::new(ctx));
     }
 }
 

@@ -55,7 +55,12 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     match load_item(rdb, encver) {
-        Ok(item) => {
+        Ok(mut item) => {
+            if !loading_a_snapshot(rdb) {
+                // A RESTORE (MIGRATE's too): the payload's bytes are the
+                // client's, stream name included.
+                item.distrust_outbox();
+            }
             // Registered at the address it keeps as the key's value.
             let item = Box::new(item);
             if let Some(deadline) = item.next_deadline() {
@@ -68,6 +73,23 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             std::ptr::null_mut()
         }
     }
+}
+
+/// True while the server loads an RDB file, a full sync or the AOF, whose
+/// bytes the server wrote; false for RESTORE, which runs as a command.
+/// (A RESTORE replayed from the AOF runs while loading: the "restore"
+/// keyspace event distrusts its stream where the module can hear it.)
+fn loading_a_snapshot(rdb: *mut raw::RedisModuleIO) -> bool {
+    let (Some(context_of), Some(flags_of)) = (
+        redis_api!(RedisModule_GetContextFromIO),
+        redis_api!(RedisModule_GetContextFlags),
+    ) else {
+        return false;
+    };
+    // SAFETY: the IO context Redis passed to `rdb_load`; the context it
+    // makes is Redis's, freed with the IO.
+    let flags = unsafe { flags_of(context_of(rdb)) } as u32;
+    flags & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) != 0
 }
 
 fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, DecodeError> {
@@ -184,6 +206,10 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
             outbox.stream.len(),
         );
         add_integer(md, outbox.maxlen);
+        // Unchanged for a confirmed stream, so older digests still compare.
+        if !outbox.confirmed {
+            add_integer(md, 0);
+        }
     }
     // A split item's transfers, in transfer id order (unchanged for an
     // item that never moved stock, so older digests still compare).

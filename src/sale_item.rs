@@ -100,6 +100,10 @@ pub struct Outbox {
     pub stream: Box<[u8]>,
     /// Entries the stream keeps at most (exact trimming); 0 keeps them all.
     pub maxlen: i64,
+    /// False when the binding came with a RESTORE payload, whose bytes the
+    /// restoring client chose: the item then writes the stream only for a
+    /// caller allowed to write it, until `SECKILL.STREAM` names it again.
+    pub confirmed: bool,
 }
 
 /// A hold that lapsed, as released.
@@ -269,6 +273,20 @@ impl SaleItem {
 
     pub fn outbox(&self) -> Option<&Outbox> {
         self.rare.as_ref().and_then(|rare| rare.outbox.as_ref())
+    }
+
+    /// Marks the order stream as named by bytes nobody vouched for.
+    pub fn distrust_outbox(&mut self) {
+        if let Some(outbox) = self.rare.as_mut().and_then(|rare| rare.outbox.as_mut()) {
+            outbox.confirmed = false;
+        }
+    }
+
+    /// Marks the order stream as vouched for by a caller allowed to write it.
+    pub fn confirm_outbox(&mut self) {
+        if let Some(outbox) = self.rare.as_mut().and_then(|rare| rare.outbox.as_mut()) {
+            outbox.confirmed = true;
+        }
     }
 
     pub fn set_outbox(&mut self, outbox: Option<Outbox>) {

@@ -56,8 +56,10 @@ fn moved() -> std::sync::MutexGuard<'static, Vec<(c_int, Vec<u8>)>> {
 
 /// Keyspace events that move an item to another name or database: its
 /// registry entry follows at the next timer step. The callback only notes
-/// the key: opening keys inside another command's notification is what
+/// the key: writing keys inside another command's notification is what
 /// Redis warns modules against. (A copy registers itself, in `copy2`.)
+/// RESTORE's event is the exception: its item must be marked before any
+/// later command can use it, and marking it writes nothing to the server.
 pub extern "C" fn on_keyspace_event(
     ctx: *mut raw::RedisModuleCtx,
     _kind: c_int,
@@ -66,6 +68,16 @@ pub extern "C" fn on_keyspace_event(
 ) -> c_int {
     // SAFETY: Redis passes a NUL-terminated event name.
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    if event == b"restore" {
+        // The item just restored names an order stream nobody vouched for.
+        // `rdb_load` marks it so already, except when the AOF replays a
+        // RESTORE, which it cannot tell from loading a snapshot.
+        let context = Context::new(ctx);
+        let mut item_key = crate::item_key::ItemKey::open_read(&context, &Arg::from_ptr(key));
+        if let Ok(Some(item)) = item_key.item_mut() {
+            item.distrust_outbox();
+        }
+    }
     if matches!(event, b"rename_to" | b"move_to") {
         let context = Context::new(ctx);
         let name = Arg::from_ptr(key);

@@ -17,8 +17,8 @@
 use crate::args::Arg;
 use crate::hold_registry;
 use crate::item_key::{master_decided, now_ms, selected_db, signal_modified, ItemKey};
-use crate::order_stream::OrderStream;
-use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem};
+use crate::order_stream::{self, OrderStream};
+use crate::sale_item::{Change, HoldRef, LapseMoment, Outbox, SaleItem};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
@@ -129,6 +129,9 @@ fn commit(
             if events.is_empty() {
                 None
             } else {
+                if !outbox.confirmed && !order_stream::caller_may_write(ctx, &outbox.stream) {
+                    return Err(RedisError::Str(order_stream::ERR_STREAM_UNCONFIRMED));
+                }
                 let mut stream = OrderStream::open(ctx, name.as_bytes(), outbox)?;
                 stream.check_room(ctx, events.len())?;
                 for event in &events {
@@ -156,13 +159,20 @@ fn commit(
             &change,
             Change::Confirm(_) | Change::Release(_) | Change::Refund { hold: Some(_), .. }
         );
+    // A caller allowed to write a restored item's stream has just written
+    // it: the name is vouched for from now on, on replicas too.
+    let confirms = stream.is_some() && item.outbox().is_some_and(|outbox| !outbox.confirmed);
     let figure = item.apply(&settle, change);
     counted.record(figure, settle.len());
+    if confirms {
+        item.confirm_outbox();
+    }
     publish(
         ctx,
         name,
         &Published {
             released: &released,
+            confirmed: if confirms { item.outbox() } else { None },
             effect,
             event,
         },
@@ -242,6 +252,8 @@ impl Counted {
 pub struct Published<'a> {
     /// Request ids of holds released by clock in this write.
     pub released: &'a [Vec<u8>],
+    /// The order stream a caller allowed to write it just confirmed.
+    pub confirmed: Option<&'a Outbox>,
     pub effect: Effect,
     pub event: Option<&'static CStr>,
 }
@@ -257,6 +269,16 @@ pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
         args.extend(published.released.iter().map(Vec::as_slice));
         ctx.replicate("SECKILL.RELEASE", args.as_slice());
         notify(ctx, name, c"seckill.expire");
+    }
+    if let Some(outbox) = published.confirmed {
+        let maxlen = outbox.maxlen.to_string();
+        let args: [&[u8]; 4] = [
+            name.as_bytes(),
+            &outbox.stream,
+            b"MAXLEN",
+            maxlen.as_bytes(),
+        ];
+        ctx.replicate("SECKILL.STREAM", args.as_slice());
     }
     match &published.effect {
         Effect::Nothing => {}

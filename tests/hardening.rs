@@ -1196,9 +1196,10 @@ fn the_timer_keeps_a_lapsed_hold_whose_event_cannot_be_written_and_retries() {
 }
 
 /// A server whose eviction policy may evict items says so in its log when
-/// the module loads.
+/// the module loads, and again when CONFIG SET moves it to such a policy:
+/// any `allkeys-*`, and `volatile-*`, which evicts the items with a TTL.
 #[test]
-fn loading_under_an_allkeys_eviction_policy_logs_a_warning() {
+fn an_eviction_policy_that_can_evict_items_logs_a_warning_at_load_and_when_set() {
     let server = Server::start_with(&["--maxmemory-policy", "allkeys-lru"]);
     assert!(
         server
@@ -1207,8 +1208,39 @@ fn loading_under_an_allkeys_eviction_policy_logs_a_warning() {
         "{}",
         server.log()
     );
+    let volatile = Server::start_with(&["--maxmemory-policy", "volatile-lru"]);
+    assert!(
+        volatile.log().contains(
+            "maxmemory-policy is volatile-lru: at maxmemory sale items created with a TTL"
+        ),
+        "{}",
+        volatile.log()
+    );
     let quiet = Server::start_with(&["--maxmemory-policy", "noeviction"]);
     assert!(!quiet.log().contains("can be evicted"), "{}", quiet.log());
+
+    let mut con = quiet.client();
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"],
+    );
+    ok::<String>(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    );
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    let log = quiet.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("can be evicted"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{log}");
+    assert!(warnings[0].contains("is volatile-ttl"), "{log}");
+    assert!(warnings[1].contains("is allkeys-lfu"), "{log}");
 }
 
 /// A rename or move noted for the timer, then SWAPDB before its next step

@@ -251,6 +251,7 @@ fn an_rdb_written_by_the_first_release_still_loads() {
         ("stream_maxlen", 0),
         ("moved_out", 0),
         ("moved_in", 0),
+        ("stream_confirmed", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))
@@ -326,6 +327,7 @@ const UNLIMITED: Expected = Expected {
         ("stream_maxlen", 0),
         ("moved_out", 0),
         ("moved_in", 0),
+        ("stream_confirmed", 0),
     ],
     bought: &[("dave", 3)],
     replays: &[("dave", "3", "order-3", i64::MAX)],
@@ -352,6 +354,7 @@ fn held_item(stream_maxlen: i64) -> Vec<(&'static str, i64)> {
         ("stream_maxlen", stream_maxlen),
         ("moved_out", 0),
         ("moved_in", 0),
+        ("stream_confirmed", i64::from(stream_maxlen != 0)),
     ]
 }
 
@@ -416,6 +419,7 @@ fn an_rdb_written_at_format_version_2_still_loads() {
                 ("stream_maxlen", 0),
                 ("moved_out", 0),
                 ("moved_in", 0),
+                ("stream_confirmed", 0),
             ],
             bought: &[("alice", 2), ("carol", 1), ("bob", 0)],
             replays: &[("alice", "2", "order-1", 8), ("bob", "1", "order-2", -4)],
@@ -488,4 +492,36 @@ fn an_rdb_written_at_format_version_5_still_loads() {
     assert_held_item(&mut con, "{sku:v5}", 100);
     assert_loaded(&mut con, &UNLIMITED);
     assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v5}:orders"]), 9);
+}
+
+#[test]
+fn an_rdb_written_at_format_version_6_still_loads_with_its_stream_confirmed() {
+    // Saved by the module at format version 6 (stock transfers, before
+    // unconfirmed order streams), the same sale as the version 5 fixture
+    // under {sku:v6}. A file is the server's own: its stream is trusted.
+    let rdb = include_bytes!("fixtures/encoding-v6.rdb");
+    let server = Server::start_with_files(&[("dump.rdb", rdb)], &[]);
+    let mut con = server.client();
+    assert_held_item(&mut con, "{sku:v6}", 100);
+    assert_loaded(&mut con, &UNLIMITED);
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v6}:orders"]), 9);
+    ok::<String>(
+        &mut con,
+        &[
+            "ACL",
+            "SETUSER",
+            "app",
+            "on",
+            ">p",
+            "~{sku:v6}",
+            "+seckill.deduct",
+        ],
+    );
+    let mut app = server.client();
+    ok::<String>(&mut app, &["AUTH", "app", "p"]);
+    assert_eq!(
+        ok::<i64>(&mut app, &["SECKILL.DEDUCT", "{sku:v6}", "gina", "1"]),
+        18
+    );
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v6}:orders"]), 10);
 }

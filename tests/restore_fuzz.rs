@@ -8,40 +8,11 @@
 
 mod common;
 
+use common::dump::Crc64;
 use common::*;
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Redis's CRC-64 (`crc64.c`): Jones polynomial, reflected in and out,
-/// initial value 0, no final xor. DUMP payloads end with it, little-endian.
-struct Crc64([u64; 256]);
-
-impl Crc64 {
-    fn new() -> Self {
-        // Reflected, so the table is built from the bit-reversed polynomial.
-        let poly = 0xad93_d235_94c9_35a9u64.reverse_bits();
-        let mut table = [0u64; 256];
-        for (byte, entry) in table.iter_mut().enumerate() {
-            let mut crc = byte as u64;
-            for _ in 0..8 {
-                crc = if crc & 1 == 1 {
-                    (crc >> 1) ^ poly
-                } else {
-                    crc >> 1
-                };
-            }
-            *entry = crc;
-        }
-        Crc64(table)
-    }
-
-    fn checksum(&self, bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0u64, |crc, byte| {
-            self.0[((crc ^ u64::from(*byte)) & 0xff) as usize] ^ (crc >> 8)
-        })
-    }
-}
 
 /// xorshift64*: the same seed gives the same damage on every run, so a
 /// failure reproduces.
@@ -303,12 +274,30 @@ fn write_i64(bytes: &mut [u8], at: usize, value: i64) {
     bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
 }
 
+/// The order stream SECKILL.INFO names for `key`, if any.
+fn stream_of(con: &mut Connection, key: &str) -> Option<Vec<u8>> {
+    let Value::Array(fields) = ok::<Value>(con, &["SECKILL.INFO", key]) else {
+        return None;
+    };
+    let at = fields
+        .chunks(2)
+        .position(|pair| matches!(&pair[0], Value::BulkString(name) if name == b"stream"))?;
+    match &fields[2 * at + 1] {
+        Value::BulkString(name) => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// Where the header's outbox flag is: after the tag, the version, the
+/// unlimited flag and nine counters.
+const STREAM_AT: usize = 3 + 8 * 9;
+
 /// Damages the chunks of an item in one of many ways, each aimed at a
 /// check of the loader: counters, record counts, record fields, framing,
 /// records from another item.
 fn damage_chunks(rng: &mut Rng, chunks: &mut Vec<Vec<u8>>, others: &[Payload]) {
     let which = rng.below(chunks.len());
-    match rng.below(14) {
+    match rng.below(15) {
         // A counter of the header (stock, limit, initial, added, sold,
         // refunded, window start and end, expired), at its version 4
         // offset.
@@ -385,6 +374,35 @@ fn damage_chunks(rng: &mut Rng, chunks: &mut Vec<Vec<u8>>, others: &[Payload]) {
                 chunks.remove(a);
             }
         }
+        // The order stream's flag or name, as an attacker would change it
+        // to make the item write another key: any name, any length, with
+        // its length field right or wrong.
+        13 if chunks[0].len() > STREAM_AT + 5 && chunks[0][STREAM_AT] != 0 => {
+            let header = &mut chunks[0];
+            let len = u32::from_le_bytes(header[STREAM_AT + 1..STREAM_AT + 5].try_into().unwrap());
+            let name_at = STREAM_AT + 5;
+            let old_end = (name_at + len as usize).min(header.len());
+            match rng.below(4) {
+                0 => header[STREAM_AT] = rng.below(4) as u8,
+                1 => {
+                    // Same length: the length field stays right.
+                    for byte in &mut header[name_at..old_end] {
+                        *byte = b'a' + rng.below(26) as u8;
+                    }
+                }
+                _ => {
+                    let suffix_len = rng.below(12);
+                    let name = [&b"orders:"[..], &rng.bytes(suffix_len)].concat();
+                    let told = if rng.percent(80) {
+                        name.len() as u32
+                    } else {
+                        rng.interesting(i64::from(len)) as u32
+                    };
+                    header.splice(name_at..old_end, name);
+                    header[STREAM_AT + 1..STREAM_AT + 5].copy_from_slice(&told.to_le_bytes());
+                }
+            }
+        }
         // A chunk of another item, in place of one of this item's or
         // added to them.
         _ => {
@@ -456,6 +474,8 @@ fn build_shapes(con: &mut Connection) -> Vec<&'static str> {
     ok::<i64>(con, &["SECKILL.INIT", "{k}small", "10", "LIMIT", "3"]);
     ok::<i64>(con, &["SECKILL.DEDUCT", "{k}small", "a", "1", "ID", "r1"]);
     ok::<i64>(con, &["SECKILL.DEDUCT", "{k}small", "b", "2"]);
+    // An order stream, for payloads that rename it.
+    ok::<i64>(con, &["SECKILL.STREAM", "{k}small", "{k}small:o"]);
 
     let soon = (unix_ms() + 300).to_string();
     ok::<i64>(con, &["SECKILL.INIT", "{k}holds", "20", "LIMIT", "5"]);
@@ -668,6 +688,7 @@ fn damaged_dump_payloads_are_refused_or_restore_a_consistent_item() {
 
     let mut rng = Rng(0x5eed_f00d);
     let (mut accepted, mut refused, mut kept) = (0, 0, 0);
+    let mut restored_streams = 0;
     for round in 0..3_000 {
         // The big item is slower to restore: damage it less often.
         let shape = if rng.percent(10) {
@@ -686,6 +707,15 @@ fn damaged_dump_payloads_are_refused_or_restore_a_consistent_item() {
         match restored {
             Ok(_) => {
                 accepted += 1;
+                // Whatever stream a payload names, RESTORE vouches for none.
+                let confirmed = common::info_field(&mut con, "{k}fuzz", "stream_confirmed");
+                assert_eq!(
+                    confirmed, 0,
+                    "{context}: a restored stream came back confirmed"
+                );
+                if stream_of(&mut con, "{k}fuzz").is_some() {
+                    restored_streams += 1;
+                }
                 exercise(&mut con, "{k}fuzz", round, &context);
                 // Some are kept for the reload at the end.
                 if kept < 40 {
@@ -704,6 +734,10 @@ fn damaged_dump_payloads_are_refused_or_restore_a_consistent_item() {
     assert!(
         accepted > 20 && refused > 1_000,
         "{accepted} accepted, {refused} refused"
+    );
+    assert!(
+        restored_streams > 0,
+        "no payload with a stream was accepted"
     );
     assert!(
         server.log().contains("seckill: cannot load sale item"),

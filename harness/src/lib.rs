@@ -6,6 +6,7 @@
 //! so the same suite runs against other servers and builds.
 
 pub mod cluster;
+pub mod dump;
 pub mod postgres;
 
 use redis::{Connection, Value};

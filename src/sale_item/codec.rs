@@ -40,6 +40,9 @@
 //! ```
 //! (`dest_len` 0: no destination was given.)
 //!
+//! Version 7 writes the outbox byte as 2 for an order stream that came with
+//! a RESTORE and is not confirmed yet (1: confirmed).
+//!
 //! Older chunks stay readable. Fixed-width integers are little-endian;
 //! varints carry seven bits a byte, low first, at most ten bytes. Every
 //! read is bounds-checked: damaged input yields a [`DecodeError`], never a
@@ -63,8 +66,14 @@ use super::{Outbox, SaleItem, Stock, Window, MAX_ID_LEN, UNLIMITED_STOCK};
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the outbox,
-/// version 5 group chunks, version 6 stock transfers.
-pub const FORMAT_VERSION: u8 = 6;
+/// version 5 group chunks, version 6 stock transfers, version 7 order
+/// streams not yet confirmed.
+pub const FORMAT_VERSION: u8 = 7;
+
+// The header's outbox byte.
+const NO_OUTBOX: u8 = 0;
+const OUTBOX: u8 = 1;
+const UNCONFIRMED_OUTBOX: u8 = 2;
 
 // Kinds of transfer records.
 const TRANSFER_OPEN: u8 = 0;
@@ -125,12 +134,16 @@ impl SaleItem {
         }
         match self.outbox() {
             Some(outbox) => {
-                out.push(1);
+                out.push(if outbox.confirmed {
+                    OUTBOX
+                } else {
+                    UNCONFIRMED_OUTBOX
+                });
                 out.extend_from_slice(&(outbox.stream.len() as u32).to_le_bytes());
                 out.extend_from_slice(&outbox.stream);
                 out.extend_from_slice(&outbox.maxlen.to_le_bytes());
             }
-            None => out.push(0),
+            None => out.push(NO_OUTBOX),
         }
         self.encode_transfers(&mut out);
         out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());
@@ -243,7 +256,14 @@ impl SaleItem {
                 item.ledger.expired = expired;
             }
         }
-        if version >= 4 && input.u8()? == 1 {
+        let outbox = if version >= 4 { input.u8()? } else { NO_OUTBOX };
+        let confirmed = match outbox {
+            NO_OUTBOX => None,
+            OUTBOX => Some(true),
+            UNCONFIRMED_OUTBOX if version >= 7 => Some(false),
+            _ => return Err(DecodeError("bad outbox flag")),
+        };
+        if let Some(confirmed) = confirmed {
             let len = input.u32()? as usize;
             let stream = input.take(len)?;
             if stream.is_empty() {
@@ -252,6 +272,7 @@ impl SaleItem {
             item.set_outbox(Some(Outbox {
                 stream: stream.into(),
                 maxlen: input.non_negative()?,
+                confirmed,
             }));
         }
         if version >= 6 {
@@ -1586,6 +1607,7 @@ mod tests {
             item.set_outbox(Some(Outbox {
                 stream: b"{sku}:orders".as_slice().into(),
                 maxlen: 100,
+                confirmed: true,
             }));
         }
         item

@@ -890,9 +890,15 @@ fn codec_keeps_the_order_stream() {
     item.set_outbox(Some(Outbox {
         stream: b"{sku:1}:orders".as_slice().into(),
         maxlen: 1000,
+        confirmed: true,
     }));
     let loaded = round_trip(&item).unwrap();
     assert_eq!(loaded.outbox(), item.outbox());
+    item.distrust_outbox();
+    let loaded = round_trip(&item).unwrap();
+    assert_eq!(loaded.outbox().map(|outbox| outbox.confirmed), Some(false));
+    item.confirm_outbox();
+    assert_eq!(round_trip(&item).unwrap().outbox(), item.outbox());
     item.set_outbox(None);
     assert_eq!(round_trip(&item).unwrap().outbox(), None);
 }
