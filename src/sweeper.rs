@@ -197,7 +197,9 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
         match outcome {
             crate::write::Swept::Gone => return,
             crate::write::Swept::Refused => {
-                rewatch(ctx, name, now.saturating_add(RETRY_MS));
+                // Not at its deadline, which is past: that would make it
+                // due again at once, and the step would spin on it.
+                retry_later(ctx, name, now.saturating_add(RETRY_MS));
                 return;
             }
             crate::write::Swept::Released { more_due: false } => {
@@ -210,6 +212,16 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Registers the item at `name` again, due at `at`, if it still has holds.
+fn retry_later(ctx: &Context, name: &Arg, at: i64) {
+    let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+    if let Ok(Some(item)) = item_key.item() {
+        if item.next_deadline().is_some() {
+            watch(item, selected_db(ctx), name.as_bytes(), at);
         }
     }
 }

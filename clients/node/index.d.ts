@@ -164,6 +164,12 @@ export declare class ItemInfo {
   readonly movedOut: number;
   /** Units ever received by `add` with a transferId; 0 from a module without transfers. */
   readonly movedIn: number;
+  /**
+   * False when the order stream came with a RESTORE and no user allowed to
+   * write it has confirmed it yet, or there is none; true from a module
+   * older than that check.
+   */
+  readonly streamConfirmed: boolean;
 }
 
 // ---- errors -------------------------------------------------------------

@@ -151,6 +151,9 @@ const INFO_FIELDS = [
   ['stream_maxlen', 'streamMaxlen', 'int'],
   ['moved_out', 'movedOut', 'int', 0],
   ['moved_in', 'movedIn', 'int', 0],
+  // 0 when the order stream came with a RESTORE and is not confirmed yet,
+  // or there is none; a module older than that check trusted every stream.
+  ['stream_confirmed', 'streamConfirmed', 'bool', true],
 ];
 
 /** The counters of an item, as `info` reports them. */

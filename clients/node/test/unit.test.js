@@ -113,7 +113,10 @@ test('INFO is read from a flat array, an object or a Map alike', () => {
   assert.deepEqual([a.movedOut, a.movedIn], [0, 0]);
   const moved = ItemInfo.fromReply([...flat, 'moved_out', '7', 'moved_in', 5n]);
   assert.deepEqual([moved.movedOut, moved.movedIn], [7, 5]);
-  assert.deepEqual(Object.keys(moved).slice(-2), ['movedOut', 'movedIn']);
+  assert.deepEqual(Object.keys(moved).slice(-3), ['movedOut', 'movedIn', 'streamConfirmed']);
+  // A module older than confirmed streams trusted every stream.
+  assert.equal(moved.streamConfirmed, true);
+  assert.equal(ItemInfo.fromReply([...flat, 'stream_confirmed', 0]).streamConfirmed, false);
 });
 
 test('FNV-1a 32 test vectors (the same in every seckill client), and the part of a user', () => {

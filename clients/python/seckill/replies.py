@@ -140,6 +140,7 @@ def item_info(reply: Any) -> ItemInfo | None:
         stream=None if stream is None else _str_if_utf8(stream),
         **{name: int(by_name[name]) for name in _INFO_INTS},
         **{name: int(by_name[name]) for name in _INFO_INTS_SINCE_TRANSFERS if name in by_name},
+        **({"stream_confirmed": bool(by_name["stream_confirmed"])} if "stream_confirmed" in by_name else {}),
     )
 
 

@@ -140,3 +140,6 @@ class ItemInfo:
     """Units ever taken out by ``TAKE`` (0 from a module older than transfers, which moves none)."""
     moved_in: int = 0
     """Units ever received by ``ADD ... ID`` (0 from a module older than transfers)."""
+    stream_confirmed: bool = True
+    """False when the order stream came with a ``RESTORE`` and no user allowed to write it has
+    confirmed it yet (or there is no stream); True from a module older than that check."""

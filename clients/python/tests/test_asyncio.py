@@ -95,6 +95,7 @@ def test_flash_sale(server, protocol: int, key: str, admin: redis.Redis) -> None
             end=0,
             stream=orders,
             stream_maxlen=10,
+            stream_confirmed=True,
         )
         assert await sk.stream(key) is True
         assert (await sk.info(key)).stream is None

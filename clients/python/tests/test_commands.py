@@ -204,6 +204,7 @@ def test_info_fields(r: redis.Redis, key: str) -> None:
         end=0,
         stream=None,
         stream_maxlen=0,
+        stream_confirmed=False,
     )
 
 

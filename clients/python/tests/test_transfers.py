@@ -177,6 +177,7 @@ def test_info_moved_fields_under_resp2_and_resp3(server, key: str) -> None:  # t
     assert info_a == ItemInfo(
         stock=2, unlimited=False, limit=2, initial=7, added=0, sold=2, refunded=0, held=0, holds=0,
         expired=0, buyers=1, requests=1, start=0, end=0, stream=None, stream_maxlen=0, moved_out=3, moved_in=0,
+        stream_confirmed=False,
     )  # fmt: skip
     assert (info_b.stock, info_b.moved_out, info_b.moved_in) == (4, 0, 3)
     assert balanced(info_a) and balanced(info_b)
@@ -195,15 +196,20 @@ def test_info_from_an_older_module(server, key: str, protocol: int) -> None:  # 
         reply = raw.execute_command("SECKILL.INFO", key)
     newer = item_info(reply)
     assert newer is not None and newer.stock == 7
+    # Fields newer modules add after moved_in (stream_confirmed) go too.
+    later = (b"moved_out", b"moved_in", b"stream_confirmed")
     if protocol == 3:
         assert isinstance(reply, dict)
-        older = {name: value for name, value in reply.items() if name not in (b"moved_out", b"moved_in")}
-        assert len(older) == len(reply) - 2
+        older = {name: value for name, value in reply.items() if name not in later}
+        assert len(older) == len(reply) - 3
     else:
         assert isinstance(reply, list)
-        assert reply[-4::2] == [b"moved_out", b"moved_in"]
-        older = reply[:-4]
-    assert item_info(older) == dataclasses.replace(newer, moved_out=0, moved_in=0) == newer
+        assert reply[-6::2] == list(later)
+        older = reply[:-6]
+    # Without stream_confirmed, the stream reads as trusted, as older modules held it.
+    assert newer.stream_confirmed is False
+    assert item_info(older) == dataclasses.replace(newer, stream_confirmed=True)
+    assert newer.moved_out == newer.moved_in == 0
 
 
 @pytest.mark.parametrize("transaction", [True, False], ids=["multi", "pipeline"])

@@ -176,6 +176,10 @@ pub struct ItemInfo {
     /// from a module older than transfers).
     pub moved_out: i64,
     pub moved_in: i64,
+    /// False when the order stream came with a `RESTORE` and no user
+    /// allowed to write it has confirmed it yet, or there is none (true
+    /// from a module older than that check, which trusted every stream).
+    pub stream_confirmed: bool,
 }
 
 impl FromRedisValue for ItemInfo {
@@ -188,7 +192,10 @@ impl FromRedisValue for ItemInfo {
             }
             other => return Err(format!("expected INFO's fields, got {other:?}").into()),
         };
-        let mut info = ItemInfo::default();
+        let mut info = ItemInfo {
+            stream_confirmed: true,
+            ..ItemInfo::default()
+        };
         for (field, value) in pairs {
             let field: String = FromRedisValue::from_redis_value(field)?;
             if field == "stream" {
@@ -200,6 +207,10 @@ impl FromRedisValue for ItemInfo {
                 "stock" => &mut info.stock,
                 "unlimited" => {
                     info.unlimited = number != 0;
+                    continue;
+                }
+                "stream_confirmed" => {
+                    info.stream_confirmed = number != 0;
                     continue;
                 }
                 "limit" => &mut info.limit,

@@ -153,6 +153,7 @@ fn every_command(con: &mut Connection) {
             stream_maxlen: 100,
             moved_out: 0,
             moved_in: 0,
+            stream_confirmed: true,
         }
     );
     assert!(con

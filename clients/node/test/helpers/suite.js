@@ -55,7 +55,7 @@ async function commandsScenario(sk, admin) {
   assert.deepEqual({ ...info }, {
     stock: 0, unlimited: false, limit: 2, initial: 5, added: 0, sold: 7, refunded: 2, held: 0,
     holds: 0, expired: 0, buyers: 4, requests: 4, start: 0, end: 0, stream: null, streamMaxlen: 0,
-    movedOut: 0, movedIn: 0,
+    movedOut: 0, movedIn: 0, streamConfirmed: false,
   });
   assert.equal(log(await sk.add('sku:1001', 3)), 3);
   assert.equal(log(await sk.add('sku:1001', 2n)), 5);
@@ -207,7 +207,7 @@ async function transfersScenario(sk) {
   assert.equal(log(await sk.add(p1, 1)), 8);
   const base = {
     unlimited: false, limit: 2, refunded: 0, held: 0, holds: 0, expired: 0,
-    start: 0, end: 0, stream: null, streamMaxlen: 0,
+    start: 0, end: 0, stream: null, streamMaxlen: 0, streamConfirmed: false,
   };
   const i0 = log(await sk.info(p0));
   assert.ok(i0 instanceof ItemInfo);
