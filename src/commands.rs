@@ -294,15 +294,17 @@ fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError
 /// and one of another type. Whether the caller may write it the server
 /// checked already: both commands that name a stream declare it as a key.
 fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
+    if master_decided(ctx) {
+        // The master checked; a replica or a replay applies. That includes
+        // the confirmation of a restored item's stream, which may name a
+        // stream in another slot than the item's (outside a cluster).
+        return Ok(());
+    }
     if *outbox.stream == *item_key.as_bytes() {
         return Err(RedisError::Str(ERR_STREAM_SELF));
     }
     if key_slot(&outbox.stream) != key_slot(item_key.as_bytes()) {
         return Err(RedisError::Str(ERR_STREAM_SLOT));
-    }
-    if master_decided(ctx) {
-        // The master checked; a replica or a replay applies.
-        return Ok(());
     }
     order_stream::check_type(ctx, &outbox.stream)
 }

@@ -84,16 +84,18 @@ pub const ERR_STREAM_UNCONFIRMED: &str = "NOPERM this user has no permissions to
      item's order stream, which came with a RESTORE: SECKILL.STREAM by a user who may write it \
      confirms it; nothing was changed";
 
-/// True if the client running this command may write `stream`: an item
-/// whose stream name came with a RESTORE writes it only for such a caller.
-/// Clients Redis does not list (timers, scripts, other modules' calls) are
-/// not known to be allowed, and are refused.
+/// True if the client running this command could append to `stream`
+/// itself (`XADD stream * ...`, judged by the server's own ACL check with
+/// the command and the key in one selector): an item whose stream name came
+/// with a RESTORE writes it only for such a caller, which gains nothing it
+/// did not have. Clients Redis does not list (timers, scripts, other
+/// modules' calls) are not known to be allowed, and are refused.
 pub fn caller_may_write(ctx: &Context, stream: &[u8]) -> bool {
     let (Some(client_id), Some(user_name_of), Some(find_user), Some(check), Some(free_user)) = (
         redis_api!(RedisModule_GetClientId),
         redis_api!(RedisModule_GetClientUserNameById),
         redis_api!(RedisModule_GetModuleUserFromUserName),
-        redis_api!(RedisModule_ACLCheckKeyPermissions),
+        redis_api!(RedisModule_ACLCheckCommandPermissions),
         redis_api!(RedisModule_FreeModuleUser),
     ) else {
         return false;
@@ -110,13 +112,19 @@ pub fn caller_may_write(ctx: &Context, stream: &[u8]) -> bool {
     if user.is_null() {
         return false;
     }
-    let allowed = create_string(ctx, stream).is_some_and(|key| {
-        let flags = (raw::REDISMODULE_CMD_KEY_INSERT | raw::REDISMODULE_CMD_KEY_UPDATE) as c_int;
-        // SAFETY: a live user and key name; the key is freed right after.
-        let allowed = unsafe { check(user, key, flags) } == raw::REDISMODULE_OK as c_int;
-        free_string(ctx.get_raw(), key);
-        allowed
-    });
+    let words: [&[u8]; 5] = [b"XADD", stream, b"*", b"f", b"v"];
+    let mut argv: Vec<*mut raw::RedisModuleString> = words
+        .iter()
+        .filter_map(|word| create_string(ctx, word))
+        .collect();
+    let allowed = argv.len() == words.len() && {
+        // SAFETY: a live user and `argv.len()` live strings, freed below.
+        let status = unsafe { check(user, argv.as_mut_ptr(), argv.len() as c_int) };
+        status == raw::REDISMODULE_OK as c_int
+    };
+    for string in argv {
+        free_string(ctx.get_raw(), string);
+    }
     // SAFETY: found above, not used after this.
     unsafe { free_user(user) };
     allowed

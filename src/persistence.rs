@@ -307,12 +307,15 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
 }
 
 /// COPY: a new item, which joins the sweep's registry under the key and
-/// database it is copied to if it has pending holds.
+/// database it is copied to if it has pending holds. Its order stream is
+/// unconfirmed, as after a RESTORE: the copy writes events for another key
+/// than the one whoever named the stream vouched for.
 unsafe extern "C" fn copy2(
     ctx: *mut raw::RedisModuleKeyOptCtx,
     value: *const c_void,
 ) -> *mut c_void {
-    let copied = Box::new(item(value).clone());
+    let mut copied = Box::new(item(value).clone());
+    copied.distrust_outbox();
     if copied.is_partly_loaded() {
         count_partly_loaded();
     }

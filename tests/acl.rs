@@ -313,8 +313,9 @@ fn a_forged_restore_writes_no_stream_the_restoring_user_may_not_write() {
 }
 
 /// A restored item's stream is confirmed by a write of a caller allowed to
-/// write it, and the confirmation reaches the replica; after that the
-/// app's sales go through as before.
+/// write it, and the confirmation reaches the replica, also for an item
+/// restored under a name in another slot than its stream's (allowed outside
+/// a cluster); after that the app's sales go through as before.
 #[test]
 fn a_write_by_a_user_allowed_the_stream_confirms_a_restored_item_on_replicas_too() {
     let master = Server::start();
@@ -324,31 +325,92 @@ fn a_write_by_a_user_allowed_the_stream_confirms_a_restored_item_on_replicas_too
         &mut admin,
         &["SECKILL.INIT", "sku:{a}", "10", "STREAM", "sku:{a}:o"],
     );
-    add_user(&mut admin, "app", &["~sku:{a}", "+seckill.deduct"]);
+    add_user(&mut admin, "app", &["~moved:*", "+seckill.deduct"]);
     let payload = dump(&mut admin, "sku:{a}");
-    ok::<i64>(&mut admin, &["DEL", "sku:{a}"]);
     // MIGRATE sends the same RESTORE.
-    restore(&mut admin, "sku:{a}", &payload).expect("RESTORE");
-    assert_eq!(stream_confirmed(&mut admin, "sku:{a}"), 0);
+    restore(&mut admin, "moved:{z}", &payload).expect("RESTORE");
+    assert_eq!(stream_confirmed(&mut admin, "moved:{z}"), 0);
 
     let mut app = as_user(&master, "app");
-    let args = ["SECKILL.DEDUCT", "sku:{a}", "ann", "1"];
+    let args = ["SECKILL.DEDUCT", "moved:{z}", "ann", "1"];
     assert_eq!(refusal(&mut app, &args), "NOPERM");
     assert_eq!(
-        ok::<i64>(&mut admin, &["SECKILL.DEDUCT", "sku:{a}", "root", "1"]),
+        ok::<i64>(&mut admin, &["SECKILL.DEDUCT", "moved:{z}", "root", "1"]),
         9
     );
-    assert_eq!(stream_confirmed(&mut admin, "sku:{a}"), 1);
+    assert_eq!(stream_confirmed(&mut admin, "moved:{z}"), 1);
     assert_eq!(ok::<i64>(&mut app, &args), 8);
     assert_eq!(ok::<i64>(&mut admin, &["XLEN", "sku:{a}:o"]), 2);
 
     ok::<i64>(&mut admin, &["WAIT", "1", "5000"]);
     let mut on_replica = replica.client();
-    assert_eq!(stream_confirmed(&mut on_replica, "sku:{a}"), 1);
+    assert_eq!(stream_confirmed(&mut on_replica, "moved:{z}"), 1);
     let digests = |con: &mut redis::Connection| -> Vec<String> {
-        ok(con, &["DEBUG", "DIGEST-VALUE", "sku:{a}", "sku:{a}:o"])
+        ok(con, &["DEBUG", "DIGEST-VALUE", "moved:{z}", "sku:{a}:o"])
     };
     assert_eq!(digests(&mut admin), digests(&mut on_replica));
+    assert!(!replica.log().contains("CRITICAL"), "{}", replica.log());
+}
+
+/// What confirms a restored stream is the right to append to it oneself
+/// (`XADD`, in one selector with the key): a selector that only matches
+/// the key, or allows other commands on it, confirms nothing.
+#[test]
+fn only_a_user_who_could_xadd_to_the_stream_confirms_a_restored_one() {
+    let server = Server::start();
+    let mut admin = server.client();
+    ok::<i64>(
+        &mut admin,
+        &["SECKILL.INIT", "sku:{a}", "10", "STREAM", "sku:{a}:o"],
+    );
+    let payload = dump(&mut admin, "sku:{a}");
+    let root = ["~sku:*", "+seckill.deduct"];
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("key-only", &["(~sku:{a}:o -@all)"], false),
+        ("get", &["(~sku:{a}:o +get)"], false),
+        ("consumer", &["(~sku:{a}:o +xreadgroup +xack)"], false),
+        ("write-get", &["(%W~sku:{a}:o +get)"], false),
+        ("read-xadd", &["(%R~sku:{a}:o +xadd)"], false),
+        ("xadd", &["(~sku:{a}:o +xadd)"], true),
+        ("root-xadd", &["+xadd", "~sku:{a}:o"], true),
+    ];
+    for (n, &(user, rules, allowed)) in cases.iter().enumerate() {
+        let mut all = root.to_vec();
+        all.extend_from_slice(rules);
+        add_user(&mut admin, user, &all);
+        let key = format!("sku:{{a}}{n}");
+        restore(&mut admin, &key, &payload).expect("RESTORE");
+        let mut con = as_user(&server, user);
+        let args = ["SECKILL.DEDUCT", &key, user, "1"];
+        if allowed {
+            assert_eq!(ok::<i64>(&mut con, &args), 9, "{user}");
+            assert_eq!(stream_confirmed(&mut admin, &key), 1, "{user}");
+        } else {
+            assert_eq!(refusal(&mut con, &args), "NOPERM", "{user}");
+            assert_eq!(stream_confirmed(&mut admin, &key), 0, "{user}");
+        }
+    }
+    assert_eq!(ok::<i64>(&mut admin, &["XLEN", "sku:{a}:o"]), 2);
+}
+
+/// COPY makes an item that writes events under another key than the one
+/// whoever named the stream vouched for: its stream is unconfirmed too.
+#[test]
+fn a_copy_of_an_item_has_its_stream_unconfirmed() {
+    let server = Server::start();
+    let mut admin = server.client();
+    ok::<i64>(
+        &mut admin,
+        &["SECKILL.INIT", "sku:{a}", "10", "STREAM", "sku:{a}:o"],
+    );
+    add_user(&mut admin, "app", &["~sku:*", "+copy", "+seckill.deduct"]);
+    let mut app = as_user(&server, "app");
+    assert_eq!(ok::<i64>(&mut app, &["COPY", "sku:{a}", "sku:{a}copy"]), 1);
+    assert_eq!(stream_confirmed(&mut admin, "sku:{a}copy"), 0);
+    assert_eq!(stream_confirmed(&mut admin, "sku:{a}"), 1);
+    let args = ["SECKILL.DEDUCT", "sku:{a}copy", "mallory", "1"];
+    assert_eq!(refusal(&mut app, &args), "NOPERM");
+    assert_eq!(ok::<i64>(&mut admin, &["EXISTS", "sku:{a}:o"]), 0);
 }
 
 /// A RESTORE that the AOF replays at startup is as unconfirmed as it was

@@ -254,7 +254,7 @@ const HOLDS_PER_ITEM: usize = 3;
 /// replica applies SECKILL.RELEASE, and each `(db, stream, entries)` of
 /// `streams` holds that many `expire` entries.
 fn holds_lapse_where_the_item_went(
-    op: &[&str],
+    ops: &[&[&str]],
     expected: &[(i64, &str)],
     streams: &[(i64, &str, usize)],
 ) {
@@ -271,7 +271,9 @@ fn holds_lapse_where_the_item_went(
     ok::<i64>(&mut con, &["SECKILL.INIT", "{k}", "10", "STREAM", "{k}:o"]);
     let deadline = server_now_ms(&mut con) + 1_500;
     place_holds(&mut con, "{k}", HOLDS_PER_ITEM, None, deadline);
-    ok::<Value>(&mut con, op);
+    for op in ops {
+        ok::<Value>(&mut con, op);
+    }
     let mut before = Vec::new();
     for (db, key) in expected {
         let mut db_con = client_db(&master, *db);
@@ -284,7 +286,7 @@ fn holds_lapse_where_the_item_went(
     }
     assert!(
         server_now_ms(&mut con) < deadline,
-        "the machine is too slow for this test: {op:?} ran after the deadline"
+        "the machine is too slow for this test: {ops:?} ran after the deadline"
     );
 
     let until = Instant::now() + Duration::from_millis(1_500) + Duration::from_secs(6);
@@ -295,7 +297,7 @@ fn holds_lapse_where_the_item_went(
         .collect();
     assert!(
         missing.is_empty(),
-        "after {op:?}, no seckill.expire for (db, key) {missing:?} within 6 s of the deadline; \
+        "after {ops:?}, no seckill.expire for (db, key) {missing:?} within 6 s of the deadline; \
          events seen: {seen:?}"
     );
     for ((db, key), before) in expected.iter().zip(&before) {
@@ -351,7 +353,7 @@ fn holds_of_a_renamed_item_lapse_by_the_timer() {
         return;
     }
     holds_lapse_where_the_item_went(
-        &["RENAME", "{k}", "{k}new"],
+        &[&["RENAME", "{k}", "{k}new"]],
         &[(0, "{k}new")],
         &[(0, "{k}:o", HOLDS_PER_ITEM)],
     );
@@ -362,13 +364,18 @@ fn holds_of_an_item_moved_to_another_db_lapse_by_the_timer() {
     if !follows_renames() {
         return;
     }
-    holds_lapse_where_the_item_went(&["MOVE", "{k}", "1"], &[(1, "{k}")], &[]);
+    holds_lapse_where_the_item_went(&[&["MOVE", "{k}", "1"]], &[(1, "{k}")], &[]);
 }
 
 #[test]
 fn holds_of_an_item_and_of_its_copy_both_lapse_by_the_timer() {
+    // A copy's stream is unconfirmed until someone allowed to write it
+    // names it again: the sweep cannot vouch for it.
     holds_lapse_where_the_item_went(
-        &["COPY", "{k}", "{k}copy"],
+        &[
+            &["COPY", "{k}", "{k}copy"],
+            &["SECKILL.STREAM", "{k}copy", "{k}:o"],
+        ],
         &[(0, "{k}"), (0, "{k}copy")],
         &[(0, "{k}:o", 2 * HOLDS_PER_ITEM)],
     );
@@ -377,7 +384,7 @@ fn holds_of_an_item_and_of_its_copy_both_lapse_by_the_timer() {
 #[test]
 fn holds_of_an_item_in_a_swapped_db_lapse_by_the_timer() {
     holds_lapse_where_the_item_went(
-        &["SWAPDB", "0", "1"],
+        &[&["SWAPDB", "0", "1"]],
         &[(1, "{k}")],
         &[(1, "{k}:o", HOLDS_PER_ITEM)],
     );
