@@ -1,8 +1,8 @@
 //! The same commands on async connections.
 
-use crate::command::{self, Deduct, Init};
+use crate::command::{self, Deduct, Durably, Init, Waitable};
 use crate::reply::{
-    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, SettleOutcome, Transfer,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, SettleOutcome, Transfer,
 };
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
@@ -61,6 +61,25 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
             query::<ItemFigure, _>(cmd, self)
                 .await
                 .map(|figure| figure.0)
+        }
+    }
+
+    /// Sends the write and `WAIT` right after it on this connection, in
+    /// one round trip, as `SeckillCommands::seckill_durably` does (the
+    /// async cluster connection sends the pair to the master of the key
+    /// too). The connection's response timeout must be longer than the
+    /// wait's (redis-rs gives async connections 500 ms by default): else
+    /// the client gives up while `WAIT` still waits, with an error that
+    /// does not tell whether the write ran.
+    fn seckill_durably<W: Waitable>(
+        &mut self,
+        write: &Durably<W>,
+    ) -> impl Future<Output = Result<Durable<W::Reply>>> + Send {
+        let pipe = write.to_pipeline();
+        let wanted = write.wanted();
+        async move {
+            let replies: Vec<redis::Value> = pipe.query_async(self).await?;
+            Durable::of_replies(replies, wanted, W::reply)
         }
     }
 

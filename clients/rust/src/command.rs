@@ -2,7 +2,8 @@
 //! add them to a pipeline and decode each reply with the types of
 //! `reply`.
 
-use redis::{Cmd, ToRedisArgs};
+use crate::reply::{ConfirmOutcome, DeductResult, ItemFigure};
+use redis::{Cmd, FromRedisValue, ParsingError, Pipeline, ToRedisArgs, Value};
 
 /// The stock of a new item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +182,12 @@ impl Deduct {
         self
     }
 
+    /// Waits, after the purchase, until `replicas` replicas acknowledged
+    /// it or `timeout_ms` passed; send it with `seckill_durably`.
+    pub fn wait_replicas(self, replicas: i64, timeout_ms: i64) -> Durably<Deduct> {
+        Durably::new(self, replicas, timeout_ms)
+    }
+
     pub fn to_cmd(&self) -> Cmd {
         let mut cmd = redis::cmd("SECKILL.DEDUCT");
         cmd.arg(&self.key).arg(&self.user).arg(self.qty);
@@ -197,6 +204,189 @@ impl Deduct {
             }
         }
         cmd
+    }
+}
+
+/// `SECKILL.CONFIRM key request_id` → `ConfirmOutcome`, as a value that
+/// `wait_replicas` can follow with a `WAIT` (`confirm` builds the same
+/// command).
+#[derive(Clone, Debug)]
+pub struct Confirm {
+    key: Vec<u8>,
+    request_id: Vec<u8>,
+}
+
+impl Confirm {
+    pub fn new(key: impl Into<Vec<u8>>, request_id: impl Into<Vec<u8>>) -> Confirm {
+        Confirm {
+            key: key.into(),
+            request_id: request_id.into(),
+        }
+    }
+
+    /// Waits, after the confirmation, until `replicas` replicas
+    /// acknowledged it or `timeout_ms` passed; send it with
+    /// `seckill_durably`.
+    pub fn wait_replicas(self, replicas: i64, timeout_ms: i64) -> Durably<Confirm> {
+        Durably::new(self, replicas, timeout_ms)
+    }
+
+    pub fn to_cmd(&self) -> Cmd {
+        confirm(&self.key, &self.request_id)
+    }
+}
+
+/// `SECKILL.REFUND key request_id` → `ItemFigure`, as a value that
+/// `wait_replicas` can follow with a `WAIT` (`refund` builds the same
+/// command).
+#[derive(Clone, Debug)]
+pub struct Refund {
+    key: Vec<u8>,
+    request_id: Vec<u8>,
+}
+
+impl Refund {
+    pub fn new(key: impl Into<Vec<u8>>, request_id: impl Into<Vec<u8>>) -> Refund {
+        Refund {
+            key: key.into(),
+            request_id: request_id.into(),
+        }
+    }
+
+    /// Waits, after the refund, until `replicas` replicas acknowledged it
+    /// or `timeout_ms` passed; send it with `seckill_durably`.
+    pub fn wait_replicas(self, replicas: i64, timeout_ms: i64) -> Durably<Refund> {
+        Durably::new(self, replicas, timeout_ms)
+    }
+
+    pub fn to_cmd(&self) -> Cmd {
+        refund(&self.key, &self.request_id)
+    }
+}
+
+/// A write that `wait_replicas` can follow with a `WAIT`: `Deduct`,
+/// `Confirm` and `Refund`.
+pub trait Waitable: sealed::Sealed {
+    /// What the write replies, as its own method returns it:
+    /// `DeductResult`, `ConfirmOutcome`, or the units refunded
+    /// (`Option<i64>`, `None` without an item).
+    type Reply: Send;
+
+    #[doc(hidden)]
+    fn write_cmd(&self) -> Cmd;
+
+    #[doc(hidden)]
+    fn reply(value: Value) -> Result<Self::Reply, ParsingError>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Deduct {}
+    impl Sealed for super::Confirm {}
+    impl Sealed for super::Refund {}
+}
+
+impl Waitable for Deduct {
+    type Reply = DeductResult;
+
+    fn write_cmd(&self) -> Cmd {
+        self.to_cmd()
+    }
+
+    fn reply(value: Value) -> Result<DeductResult, ParsingError> {
+        DeductResult::from_redis_value(value)
+    }
+}
+
+impl Waitable for Confirm {
+    type Reply = ConfirmOutcome;
+
+    fn write_cmd(&self) -> Cmd {
+        self.to_cmd()
+    }
+
+    fn reply(value: Value) -> Result<ConfirmOutcome, ParsingError> {
+        ConfirmOutcome::from_redis_value(value)
+    }
+}
+
+impl Waitable for Refund {
+    type Reply = Option<i64>;
+
+    fn write_cmd(&self) -> Cmd {
+        self.to_cmd()
+    }
+
+    fn reply(value: Value) -> Result<Option<i64>, ParsingError> {
+        ItemFigure::from_redis_value(value).map(|figure| figure.0)
+    }
+}
+
+/// A write followed by `WAIT replicas timeout_ms` on the same connection,
+/// in one round trip: a plain pipeline, since `WAIT` cannot block inside
+/// `MULTI`. Built by `wait_replicas` on `Deduct`, `Confirm` or `Refund`,
+/// and sent by `seckill_durably`, which replies a `Durable`.
+///
+/// It has no `to_cmd`: it cannot be queued in a pipeline or a
+/// transaction, where nothing would wait for the replicas. This does not
+/// compile:
+///
+/// ```compile_fail
+/// use seckill_client::Confirm;
+///
+/// let confirm = Confirm::new("sku:1", "order-1").wait_replicas(1, 1000);
+/// redis::pipe().atomic().add_command(confirm.to_cmd());
+/// ```
+///
+/// while the write alone can be queued, without a wait:
+///
+/// ```
+/// use seckill_client::Confirm;
+///
+/// let confirm = Confirm::new("sku:1", "order-1");
+/// redis::pipe().atomic().add_command(confirm.to_cmd());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Durably<W> {
+    write: W,
+    wanted: i64,
+    timeout_ms: i64,
+}
+
+impl<W: Waitable> Durably<W> {
+    fn new(write: W, wanted: i64, timeout_ms: i64) -> Durably<W> {
+        Durably {
+            write,
+            wanted,
+            timeout_ms,
+        }
+    }
+
+    /// The write, without the wait.
+    pub fn write(&self) -> &W {
+        &self.write
+    }
+
+    /// How many replicas are to acknowledge the write.
+    pub fn wanted(&self) -> i64 {
+        self.wanted
+    }
+
+    /// How long `WAIT` waits for them at most, in ms (0: without end, as
+    /// `WAIT 0` does).
+    pub fn timeout_ms(&self) -> i64 {
+        self.timeout_ms
+    }
+
+    /// The write and its `WAIT`, each with its own reply, errors included.
+    pub(crate) fn to_pipeline(&self) -> Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.add_command(self.write.write_cmd())
+            .cmd("WAIT")
+            .arg(self.wanted)
+            .arg(self.timeout_ms)
+            .ignore_errors();
+        pipe
     }
 }
 

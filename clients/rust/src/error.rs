@@ -1,5 +1,6 @@
-//! Errors: the module's own, sorted into kinds that every seckill client
-//! library names alike, or any other error of the connection.
+//! Errors: the module's own and a server's refusal to take writes now,
+//! sorted into kinds that every seckill client library names alike, or any
+//! other error of the connection.
 
 use std::fmt;
 
@@ -21,6 +22,10 @@ pub enum ErrorKind {
     NoPermission,
     /// A bad argument: syntax, a range, an id length, a sale window.
     InvalidArgument,
+    /// The server could not take the write now, or the connection was lost
+    /// during the call: send the same call again, to the current master.
+    /// Always retryable. See `Error::Unavailable`.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -33,14 +38,19 @@ impl ErrorKind {
             ErrorKind::WrongType => "WRONG_TYPE",
             ErrorKind::NoPermission => "NO_PERMISSION",
             ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::Unavailable => "UNAVAILABLE",
         }
     }
 
-    /// The kind of a server error, by its code and text; `None` for errors
-    /// that are not the module's (`MOVED`, `OOM`, `READONLY`, ...).
+    /// The kind of a server error, by its code and text: the module's
+    /// own, or `Unavailable` for a server that cannot take writes now
+    /// (`NOREPLICAS`, `READONLY`, `MASTERDOWN`, `LOADING`); `None` for any
+    /// other (`MOVED`, `OOM`, ...).
     pub fn of_server_error(code: &str, message: &str) -> Option<ErrorKind> {
         Some(
-            if message.contains("request id was already used")
+            if matches!(code, "NOREPLICAS" | "READONLY" | "MASTERDOWN" | "LOADING") {
+                ErrorKind::Unavailable
+            } else if message.contains("request id was already used")
                 || message.contains("transfer id was already used")
             {
                 ErrorKind::RequestIdConflict
@@ -90,16 +100,30 @@ impl std::error::Error for SeckillError {}
 pub enum Error {
     /// The module refused the call; nothing changed.
     Seckill(SeckillError),
-    /// Anything else: the connection, a redirection, the server's state.
+    /// Kind `Unavailable`, retryable: send the same call again, to the
+    /// current master. Either the server refused to run it now, with a code
+    /// (`NOREPLICAS`: too few replicas for `min-replicas-to-write`;
+    /// `READONLY`: a replica, e.g. after a failover; `MASTERDOWN`,
+    /// `LOADING`), and nothing changed; or the connection was lost during
+    /// the call, with no code, and the write may or may not have happened:
+    /// sent again with the same request id, it happens once.
+    Unavailable(redis::RedisError),
+    /// Anything else: a redirection, the server's state, the client's
+    /// own errors.
     Redis(redis::RedisError),
 }
 
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Error {
         let (Some(code), message) = (err.code(), err.detail().unwrap_or("")) else {
-            return Error::Redis(err);
+            return if err.is_connection_dropped() {
+                Error::Unavailable(err)
+            } else {
+                Error::Redis(err)
+            };
         };
         match ErrorKind::of_server_error(code, message) {
+            Some(ErrorKind::Unavailable) => Error::Unavailable(err),
             Some(kind) => Error::Seckill(SeckillError {
                 kind,
                 code: code.to_owned(),
@@ -115,12 +139,28 @@ impl Error {
     pub fn seckill(&self) -> Option<&SeckillError> {
         match self {
             Error::Seckill(err) => Some(err),
+            Error::Unavailable(_) | Error::Redis(_) => None,
+        }
+    }
+
+    /// The kind of a module error or of `Unavailable`; `None` for the
+    /// client's other errors.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            Error::Seckill(err) => Some(err.kind),
+            Error::Unavailable(_) => Some(ErrorKind::Unavailable),
             Error::Redis(_) => None,
         }
     }
 
-    pub fn kind(&self) -> Option<ErrorKind> {
-        self.seckill().map(|err| err.kind)
+    /// True when the same call may succeed if sent again as is: a
+    /// retryable module error (`TRYAGAIN`), or `Unavailable`.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Error::Seckill(err) => err.retryable(),
+            Error::Unavailable(_) => true,
+            Error::Redis(_) => false,
+        }
     }
 }
 
@@ -128,7 +168,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Seckill(err) => err.fmt(f),
-            Error::Redis(err) => err.fmt(f),
+            Error::Unavailable(err) | Error::Redis(err) => err.fmt(f),
         }
     }
 }
@@ -137,7 +177,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Seckill(err) => Some(err),
-            Error::Redis(err) => Some(err),
+            Error::Unavailable(err) | Error::Redis(err) => Some(err),
         }
     }
 }

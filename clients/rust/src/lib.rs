@@ -6,7 +6,9 @@
 //! `AsyncSeckillCommands` to every async one (`MultiplexedConnection`,
 //! `ConnectionManager`, the async cluster connection). For pipelines and
 //! transactions, `command` builds each command and the types of `reply`
-//! decode its reply.
+//! decode its reply. A purchase, confirmation or refund that must outlive
+//! a failover is given `wait_replicas` and sent with `seckill_durably`,
+//! which waits for replicas to acknowledge it and replies a `Durable`.
 //!
 //! ```no_run
 //! use seckill_client::{Deduct, Init, Outcome, SeckillCommands};
@@ -28,11 +30,11 @@ mod error;
 pub mod reply;
 pub mod split;
 
-pub use command::{Deduct, Expiry, Init, Stock};
+pub use command::{Confirm, Deduct, Durably, Expiry, Init, Refund, Stock, Waitable};
 pub use error::{Error, ErrorKind, Result, SeckillError};
 pub use reply::{
-    ConfirmOutcome, DeductResult, Hold, ItemFigure, ItemInfo, Outcome, SettleOutcome, Transfer,
-    UNLIMITED_STOCK,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, Outcome, SettleOutcome,
+    Transfer, UNLIMITED_STOCK,
 };
 pub use split::SplitItem;
 
@@ -77,6 +79,27 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         request_id: I,
     ) -> Result<Option<i64>> {
         query::<ItemFigure>(command::refund(key, request_id), self).map(|figure| figure.0)
+    }
+
+    /// Sends the write (a `Deduct`, `Confirm` or `Refund` given
+    /// `wait_replicas`) and `WAIT` right after it on this connection, in
+    /// one round trip: its usual reply, and how many replicas acknowledged
+    /// it (see `Durable` for a write that changed nothing). A write that
+    /// fails returns its error as without the wait; a `WAIT` that fails
+    /// after the write ran (an ACL user without `WAIT`, a writable replica)
+    /// returns `WAIT`'s error as `Error::Redis`.
+    ///
+    /// On a `ClusterConnection`, redis-rs sends the pair whole to the
+    /// master of the write's key, on one connection; a `MOVED` or `ASK`
+    /// reply is not followed there, but returned as `Error::Redis`
+    /// (nothing changed). Inside a `MULTI` opened by hand on this
+    /// connection, the pair is queued, and an error says so.
+    fn seckill_durably<W: Waitable>(&mut self, write: &Durably<W>) -> Result<Durable<W::Reply>> {
+        // Sent packed rather than as a `Pipeline`, which a cluster
+        // connection refuses: it routes packed commands by the first.
+        let packed = write.to_pipeline().get_packed_pipeline();
+        let replies = self.req_packed_commands(&packed, 0, 2)?;
+        Durable::of_replies(replies, write.wanted(), W::reply)
     }
 
     /// The new stock; `None` without an item.

@@ -280,3 +280,64 @@ impl FromRedisValue for Transfer {
         })
     }
 }
+
+/// The reply of a write sent with `wait_replicas`: the write's own typed
+/// reply, and what the `WAIT` after it answered.
+///
+/// A `WAIT` covers every write its connection made before it. A write that
+/// changed nothing (a replayed `DEDUCT`, a `CONFIRM` answering
+/// `AlreadyFinal`, a `REFUND` answering 0) adds none of its own, so its
+/// `WAIT` still covers the first call only when it is sent on the
+/// connection that made that call; on a connection that made no write yet
+/// it answers at once with every connected replica, which proves nothing
+/// about the first call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Durable<T> {
+    /// The write's reply, as its own method returns it.
+    pub result: T,
+    /// How many replicas acknowledged the write (`WAIT`'s answer).
+    pub replicas: i64,
+    /// How many were asked for.
+    pub wanted: i64,
+}
+
+impl<T> Durable<T> {
+    /// True when as many replicas as asked for acknowledged the write.
+    pub fn durable(&self) -> bool {
+        self.replicas >= self.wanted
+    }
+
+    /// From the replies of a write and its `WAIT`: the write's error, typed,
+    /// if it failed (`WAIT`'s answer is then dropped); `WAIT`'s error, as
+    /// the client's own, if only that failed (the write ran).
+    pub(crate) fn of_replies(
+        replies: Vec<Value>,
+        wanted: i64,
+        decode: fn(Value) -> Result<T, ParsingError>,
+    ) -> crate::Result<Durable<T>> {
+        let [write, wait]: [Value; 2] = replies.try_into().map_err(|replies: Vec<Value>| {
+            redis::RedisError::from(ParsingError::from(format!(
+                "expected the replies of a write and its WAIT, got {replies:?}"
+            )))
+        })?;
+        if matches!(&write, Value::SimpleString(status) if status == "QUEUED") {
+            return Err(crate::Error::Redis(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "a write with a wait for replicas was sent inside MULTI",
+                "the write and its WAIT are queued in the open transaction, where WAIT does \
+                 not wait: DISCARD it, or EXEC it and send the write again outside MULTI"
+                    .to_owned(),
+            ))));
+        }
+        let result = decode(write.extract_error()?).map_err(redis::RedisError::from)?;
+        let replicas = wait
+            .extract_error()
+            .and_then(|answer| Ok(integer(&answer)?))
+            .map_err(crate::Error::Redis)?;
+        Ok(Durable {
+            result,
+            replicas,
+            wanted,
+        })
+    }
+}
