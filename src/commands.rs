@@ -15,7 +15,7 @@ use crate::sale_item::{
     Stock, Take, Verdict, Window, MAX_DESTINATION_LEN, MAX_ID_LEN, UNLIMITED_STOCK,
 };
 use crate::stats;
-use crate::write::{publish, write_item, Decision, Effect, Judging, Published};
+use crate::write::{fence_repeat, publish, write_item, Decision, Effect, Judging, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
@@ -685,7 +685,10 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         let at = judging.now.or(options.judged_at);
         let change = match item.judge_deduct(order, moment, at)? {
             Verdict::Answer(deduction) => {
-                return Ok(Err(RedisValue::Integer(deduction_reply(deduction))))
+                if matches!(deduction, Deduction::Replayed { .. } | Deduction::Refunded) {
+                    fence_repeat(ctx);
+                }
+                return Ok(Err(RedisValue::Integer(deduction_reply(deduction))));
             }
             Verdict::Change(change) => change,
         };
@@ -754,11 +757,14 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             Ok(match item.judge_confirm(request_id, lapses(judging)) {
-                Verdict::Answer(confirmation) => Err(RedisValue::Integer(match confirmation {
-                    Confirmation::Confirmed => 1,
-                    Confirmation::AlreadyConfirmed => 0,
-                    Confirmation::Invalid => REQUEST_REFUNDED,
-                })),
+                Verdict::Answer(confirmation) => {
+                    fence_repeat(ctx);
+                    Err(RedisValue::Integer(match confirmation {
+                        Confirmation::Confirmed => 1,
+                        Confirmation::AlreadyConfirmed => 0,
+                        Confirmation::Invalid => REQUEST_REFUNDED,
+                    }))
+                }
                 Verdict::Change(change) => Ok(verbatim(change, c"seckill.confirm", judging)),
             })
         },
@@ -876,7 +882,10 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             Ok(match item.judge_refund(request_id, lapses(judging))? {
-                Verdict::Answer(units) => Err(RedisValue::Integer(units)),
+                Verdict::Answer(units) => {
+                    fence_repeat(ctx);
+                    Err(RedisValue::Integer(units))
+                }
                 Verdict::Change(change) => Ok(verbatim(change, c"seckill.refund", judging)),
             })
         },

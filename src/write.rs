@@ -311,6 +311,20 @@ fn notify(ctx: &Context, key: &Arg, event: &CStr) {
     }
 }
 
+/// A repeated call (a replayed request id, a hold confirmed or refunded
+/// before) writes nothing, so a `WAIT` after it would not wait for the
+/// first call's effect to reach the replicas: `WAIT` counts the writes of
+/// its own connection, and a retry after a lost connection comes on
+/// another one. Replicating the repeat as it came, which changes nothing
+/// on a replica either (it follows the first call in the stream), makes
+/// the caller's `WAIT` cover the first call. Only where this server
+/// decides: a replica or a replay applies what its master sent.
+pub fn fence_repeat(ctx: &Context) {
+    if !master_decided(ctx) {
+        ctx.replicate_verbatim();
+    }
+}
+
 /// What one sweep step found.
 pub enum Swept {
     /// The key no longer holds the registered item.

@@ -55,8 +55,11 @@ fn replica_holds_identical_items_after_a_mixed_workload() {
     );
 }
 
+/// Refusals and no-ops are not replicated. Repeats of a request id are, as
+/// they came (they change nothing there either), so that a `WAIT` after a
+/// retry covers the first call.
 #[test]
-fn rejected_and_no_op_calls_are_not_replicated() {
+fn rejected_and_no_op_calls_are_not_replicated_and_repeats_are() {
     let master = Server::start();
     let replica = Server::start_replica_of(&master);
     let mut con = master.client();
@@ -88,11 +91,64 @@ fn rejected_and_no_op_calls_are_not_replicated() {
     wait_for_replica(&mut con);
 
     assert_eq!(command_calls(&mut replica_con, "seckill.init"), 2);
-    assert_eq!(command_calls(&mut replica_con, "seckill.deduct"), 2);
-    assert_eq!(command_calls(&mut replica_con, "seckill.refund"), 1);
+    // Two purchases and the replay of r3.
+    assert_eq!(command_calls(&mut replica_con, "seckill.deduct"), 3);
+    // The refund, and its two repeats (refunded already, unknown id).
+    assert_eq!(command_calls(&mut replica_con, "seckill.refund"), 3);
     assert_eq!(command_calls(&mut replica_con, "seckill.add"), 1);
     assert_eq!(
         snapshot(&mut replica_con, "sku:1"),
         snapshot(&mut con, "sku:1")
+    );
+}
+
+/// `WAIT` counts the writes of its own connection. A retry on a new
+/// connection (the first was lost) that finds its request id, or a hold
+/// confirmed already, still makes that `WAIT` wait for the replicas to
+/// hold the first call: with the replica held back, it answers 0, not 1.
+#[test]
+fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut first = master.client();
+    ok::<i64>(&mut first, &["SECKILL.INIT", "sku:1", "10"]);
+    let hold = [
+        "SECKILL.DEDUCT",
+        "sku:1",
+        "ann",
+        "1",
+        "ID",
+        "h1",
+        "HOLD",
+        "60",
+    ];
+    ok::<i64>(&mut first, &hold);
+    wait_for_replica(&mut first);
+
+    // The replica stops applying its master's stream for a while.
+    let mut on_replica = replica.client();
+    ok::<String>(&mut on_replica, &["CLIENT", "PAUSE", "3000", "ALL"]);
+    let purchase = ["SECKILL.DEDUCT", "sku:1", "bob", "1", "ID", "r1"];
+    ok::<i64>(&mut first, &purchase);
+    ok::<i64>(&mut first, &["SECKILL.CONFIRM", "sku:1", "h1"]);
+    ok::<i64>(&mut first, &["SECKILL.REFUND", "sku:1", "r1"]);
+
+    let mut retry = master.client();
+    for repeat in [
+        &purchase[..],
+        &["SECKILL.CONFIRM", "sku:1", "h1"],
+        &["SECKILL.REFUND", "sku:1", "r1"],
+    ] {
+        ok::<i64>(&mut retry, repeat);
+        let acknowledged: i64 = ok(&mut retry, &["WAIT", "1", "100"]);
+        assert_eq!(
+            acknowledged, 0,
+            "WAIT after {repeat:?} counted a replica that lacks it"
+        );
+    }
+    wait_for_replica(&mut first);
+    assert_eq!(
+        snapshot(&mut replica.client(), "sku:1"),
+        snapshot(&mut first, "sku:1")
     );
 }
