@@ -48,6 +48,18 @@ export interface DeductOptions {
   holdUntil?: SeckillTime;
 }
 
+/**
+ * A wait for replicas after `deduct`, `confirm` or `refund`: WAIT sent right
+ * after the command, on its connection (in a cluster, the item key's master).
+ * Not in pipelines or transactions.
+ */
+export interface WaitOptions {
+  /** Replicas that must acknowledge the write (WAIT's numreplicas); the call then resolves to a Durable. */
+  waitReplicas: number | bigint;
+  /** How long WAIT may block, in milliseconds (default 1000; 0 waits for ever, as WAIT does). */
+  waitTimeoutMs?: number | bigint;
+}
+
 export interface StreamOptions {
   maxlen?: SeckillInt;
 }
@@ -121,6 +133,20 @@ export declare class DeductResult {
   readonly bought: boolean;
 }
 
+/**
+ * What `deduct`, `confirm` and `refund` resolve to with a wait: the command's
+ * usual value, and how many replicas acknowledged the write.
+ */
+export declare class Durable<T = unknown> {
+  private constructor();
+  /** The command's usual value (DeductResult, ConfirmOutcome, refund's units or null). */
+  readonly result: T;
+  /** What WAIT answered: the replicas that acknowledged the write. */
+  readonly replicas: number;
+  /** `replicas >= waitReplicas`: false means the write could still be lost in a failover (send it again). */
+  readonly durable: boolean;
+}
+
 /** A pending hold. Ids are strings, or Buffers when they are not valid UTF-8. */
 export declare class Hold {
   private constructor();
@@ -181,22 +207,28 @@ export declare const ErrorKind: Readonly<{
   WRONG_TYPE: 'WRONG_TYPE';
   NO_PERMISSION: 'NO_PERMISSION';
   INVALID_ARGUMENT: 'INVALID_ARGUMENT';
+  UNAVAILABLE: 'UNAVAILABLE';
 }>;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 
-/** Base class of the errors SECKILL.* commands reply with. */
+/** Base class of the errors SECKILL.* commands reply with, and of UnavailableError. */
 export declare class SeckillError extends Error {
   constructor(message: string, options?: { code?: string; kind?: ErrorKind; cause?: unknown });
-  /** The leading word of the reply: "ERR", "WRONGTYPE", "NOPERM", "TRYAGAIN", ... */
+  /**
+   * The leading word of the reply: "ERR", "WRONGTYPE", "NOPERM", "TRYAGAIN",
+   * "NOREPLICAS", ...; "" for a connection lost during the call.
+   */
   readonly code: string;
   readonly kind: ErrorKind;
-  /** The same call may succeed later (code TRYAGAIN). */
+  /** The same call may succeed if sent again (code TRYAGAIN, or kind UNAVAILABLE). */
   readonly retryable: boolean;
   /** The typed error for an error reply's text ("CODE message"). */
   static fromReplyText(text: string, cause?: unknown): SeckillError | null;
   /**
-   * The typed error for a node-redis or ioredis error reply; anything else
-   * (already typed, connection errors, ...) is returned unchanged.
+   * The typed error for a node-redis or ioredis error reply, or an
+   * UnavailableError for the error a client gives a call whose connection
+   * was lost; anything else (already typed, a client closed on purpose,
+   * ...) is returned unchanged.
    */
   static from<T>(err: T): T | SeckillError;
 }
@@ -206,6 +238,13 @@ export declare class ItemFullError extends SeckillError {}
 export declare class WrongTypeError extends SeckillError {}
 export declare class NoPermissionError extends SeckillError {}
 export declare class InvalidArgumentError extends SeckillError {}
+/**
+ * The server could not take the write now (code NOREPLICAS, READONLY,
+ * MASTERDOWN or LOADING: nothing changed), or the connection was lost
+ * during the call (code "": the write may or may not have happened). Always
+ * retryable: send the same call again, to the current master.
+ */
+export declare class UnavailableError extends SeckillError {}
 
 // ---- the commands ------------------------------------------------------------
 
@@ -265,8 +304,29 @@ export interface SeckillValues {
   transfers: Transfer[] | null;
 }
 
-/** The commands as promises of their values (ioredis: client.seckill). */
-export type SeckillCommands = SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
+/** deduct, confirm and refund with a wait: each resolves to a Durable of its usual value. */
+export interface SeckillWaitCommands {
+  deduct(key: SeckillKey, user: SeckillId, qty: SeckillInt | null | undefined, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
+  deduct(key: SeckillKey, user: SeckillId, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
+  confirm(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<ConfirmOutcome>>;
+  refund(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<number | null>>;
+}
+
+/**
+ * The commands as promises of their values, with waits (ioredis:
+ * client.seckill; node-redis: seckillOf(client)).
+ */
+export type SeckillCommands = SeckillWaitCommands & SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
+
+/**
+ * The client's seckill commands, where deduct, confirm and refund also take
+ * a wait ({ waitReplicas, waitTimeoutMs }). For ioredis (after
+ * installSeckill) that is client.seckill itself; for node-redis, whose
+ * module calls each send one command, the module's commands with those
+ * three sending the command and WAIT in one pipeline. Errors are the
+ * client's, as its calls give them (SeckillError.from types node-redis's).
+ */
+export declare function seckillOf(client: SplitItemClient): SeckillCommands;
 
 // ---- split items ------------------------------------------------------------
 
@@ -308,11 +368,15 @@ export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   partFor(user: SeckillId): number;
   /** Creates every part with its share of `totalStock` (part i: floor(total / n), +1 for i < total % n); per part, true if created. */
   init(totalStock: SeckillInt, options?: InitOptions): Promise<boolean[]>;
-  /** SECKILL.DEDUCT on the user's part. */
+  /** SECKILL.DEDUCT on the user's part (with a wait: a Durable). */
+  deduct(user: SeckillId, qty: SeckillInt | null | undefined, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
+  deduct(user: SeckillId, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   deduct(user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): Promise<DeductResult>;
-  /** SECKILL.CONFIRM on the user's part. */
+  /** SECKILL.CONFIRM on the user's part (with a wait: a Durable). */
+  confirm(user: SeckillId, requestId: SeckillId, options: WaitOptions): Promise<Durable<ConfirmOutcome>>;
   confirm(user: SeckillId, requestId: SeckillId): Promise<ConfirmOutcome>;
-  /** SECKILL.REFUND on the user's part. */
+  /** SECKILL.REFUND on the user's part (with a wait: a Durable). */
+  refund(user: SeckillId, requestId: SeckillId, options: WaitOptions): Promise<Durable<number | null>>;
   refund(user: SeckillId, requestId: SeckillId): Promise<number | null>;
   /** SECKILL.BOUGHT on the user's part. */
   bought(user: SeckillId): Promise<number | null>;

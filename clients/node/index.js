@@ -7,12 +7,14 @@
 const values = require('./lib/values');
 const errors = require('./lib/errors');
 const split = require('./lib/split');
+const { seckillOf } = require('./lib/wait');
 const { seckill } = require('./node-redis');
 const { installSeckill } = require('./ioredis');
 
 module.exports = {
   seckill,
   installSeckill,
+  seckillOf,
   UNLIMITED: values.UNLIMITED,
   UNLIMITED_STOCK: values.UNLIMITED_STOCK,
   UNLIMITED_STOCK_BIGINT: values.UNLIMITED_STOCK_BIGINT,
@@ -20,6 +22,7 @@ module.exports = {
   ConfirmOutcome: values.ConfirmOutcome,
   SettleOutcome: values.SettleOutcome,
   DeductResult: values.DeductResult,
+  Durable: values.Durable,
   Hold: values.Hold,
   Transfer: values.Transfer,
   ItemInfo: values.ItemInfo,
@@ -33,4 +36,5 @@ module.exports = {
   WrongTypeError: errors.WrongTypeError,
   NoPermissionError: errors.NoPermissionError,
   InvalidArgumentError: errors.InvalidArgumentError,
+  UnavailableError: errors.UnavailableError,
 };

@@ -4,6 +4,7 @@ import cjs from './index.js';
 export const {
   seckill,
   installSeckill,
+  seckillOf,
   UNLIMITED,
   UNLIMITED_STOCK,
   UNLIMITED_STOCK_BIGINT,
@@ -11,6 +12,7 @@ export const {
   ConfirmOutcome,
   SettleOutcome,
   DeductResult,
+  Durable,
   Hold,
   Transfer,
   ItemInfo,
@@ -24,4 +26,5 @@ export const {
   WrongTypeError,
   NoPermissionError,
   InvalidArgumentError,
+  UnavailableError,
 } = cjs;

@@ -4,7 +4,7 @@ import type { SeckillCommandSet, SeckillCommands, SeckillValues } from './index'
 
 type Capitalized = { [K in keyof SeckillValues as `seckill${Capitalize<K & string>}`]: K };
 
-/** The commands on a pipeline or transaction: each queues the call and returns the pipeline. */
+/** The commands on a pipeline or transaction: each queues the call and returns the pipeline (no waits there). */
 type Chain<P> = SeckillCommandSet<{ [K in keyof SeckillValues]: P }>;
 
 /** An ioredis pipeline (or multi()) of a client with seckill installed. */
@@ -16,7 +16,7 @@ type PipelineOf<T> = T extends { pipeline(...args: any[]): infer P } ? P : never
 
 /** The client after installSeckill(client). */
 export type WithSeckill<T> = Omit<T, 'pipeline' | 'multi'> & {
-  /** The SECKILL.* commands, resolving to typed values and rejecting with SeckillError. */
+  /** The SECKILL.* commands, resolving to typed values (a Durable with a wait) and rejecting with SeckillError. */
   readonly seckill: SeckillCommands;
   pipeline(commands?: unknown[][]): SeckillPipeline<PipelineOf<T>>;
   multi(options: { pipeline: false }): Promise<'OK'>;

@@ -29,9 +29,16 @@
 //   path groups the call by the slot of keyPrefix + its first argument (the
 //   item key) and calls the method on that node's pipeline, which sends the
 //   keyed Command.
+// A call with a wait (deduct, confirm, refund with waitReplicas) goes in a
+// pipeline of its own with WAIT after it: a pipeline is written to one
+// connection, in a Cluster that of the item key's master (WAIT has no key),
+// and WAIT answers for the writes of its connection. In a pipeline or
+// transaction of the caller a wait is refused: MULTI would make WAIT answer
+// at once, and a pipeline may hold other writes between the two.
 
 const { COMMANDS } = require('./lib/commands');
 const { SeckillError } = require('./lib/errors');
+const { Durable } = require('./lib/values');
 
 const INSTALLED = Symbol.for('seckill-client.ioredis.installed');
 
@@ -112,10 +119,30 @@ function usesAutoPipelining(client, flat, key) {
   return true;
 }
 
+function waitRefused(method) {
+  return new TypeError(`${method}: a wait (waitReplicas) cannot be queued in a pipeline or transaction `
+    + '(WAIT would answer at once inside MULTI, and other writes may come between): call it on the client');
+}
+
+// The command and WAIT in one pipeline of their own (one connection; in a
+// Cluster, the item key's master). The command's error wins: WAIT's answer
+// is then discarded.
+async function sendWithWait(client, spec, built, SeckillCommand) {
+  const { wait } = built;
+  const pipeline = client.pipeline();
+  pipeline.sendCommand(new SeckillCommand(spec, built.args, built.keys, client.options.keyPrefix, built.names));
+  pipeline.call('WAIT', String(wait.replicas), String(wait.timeoutMs));
+  const [[err, result], [waitErr, replicas]] = await pipeline.exec();
+  if (err) throw err;
+  if (waitErr) throw waitErr;
+  return Durable.fromReplies(result, replicas, wait.replicas);
+}
+
 function makeMethod(spec, flat, SeckillCommand, builtin) {
   return function seckillCommand(...callArgs) {
     if (this.isPipeline) {
-      const { args, keys, names } = spec.build(...callArgs);
+      const { args, keys, names, wait } = spec.build(...callArgs);
+      if (wait) throw waitRefused(spec.method);
       this.sendCommand(new SeckillCommand(spec, args, keys, this.options.keyPrefix, names));
       return this;
     }
@@ -125,6 +152,7 @@ function makeMethod(spec, flat, SeckillCommand, builtin) {
     } catch (err) {
       return Promise.reject(err);
     }
+    if (built.wait) return sendWithWait(this, spec, built, SeckillCommand).catch(toTyped);
     if (usesAutoPipelining(this, flat, callArgs[0])) {
       // ioredis queues the call on the pipeline of the item key's node and
       // calls this method there (the branch above).

@@ -1,7 +1,8 @@
 /// <reference types="node" />
 // Types of the node-redis module. node-redis derives each method's signature
 // from parseCommand's parameters (after the parser) and its value from
-// transformReply's return type.
+// transformReply's return type. A module call sends one command, so these
+// take no wait: seckillOf(client) (in index.d.ts) gives the commands that do.
 import type {
   SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
   InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, SeckillValues,

@@ -4,6 +4,8 @@
 // command is routed by its item key), in client.multi() and in pipelines.
 // node-redis 5 and 6 declare a module as an object of commands, each with
 // parseCommand (arguments, with keys pushed as keys) and transformReply.
+// Such a call sends exactly one command, so a wait (WAIT right after the
+// write, on its connection) is refused here: seckillOf(client) sends it.
 
 const { COMMANDS } = require('./lib/commands');
 
@@ -23,7 +25,8 @@ function toNodeRedisCommand(spec) {
   return {
     IS_READ_ONLY: spec.readonly,
     parseCommand(parser, ...callArgs) {
-      const { args, keys, names = [] } = spec.build(...callArgs);
+      const { args, keys, names = [], wait } = spec.build(...callArgs);
+      if (wait) throw waitRefused(spec.method);
       parser.push(spec.name);
       for (let i = 0; i < args.length; i++) {
         // A key name that is not a key of the command (TAKE's TO) is pushed
@@ -41,6 +44,11 @@ function toNodeRedisCommand(spec) {
       return spec.parse(reply, preserve);
     },
   };
+}
+
+function waitRefused(method) {
+  return new TypeError(`${method}: a node-redis module call sends one command, so it cannot send WAIT after it: `
+    + `call seckillOf(client).${method}(...) for waitReplicas (on the client or cluster, not in multi() or a pipeline)`);
 }
 
 const seckill = {};

@@ -2,6 +2,8 @@
 // One table of the SECKILL.* commands shared by the node-redis module and the
 // ioredis installer: how a call's arguments become the command's arguments
 // (and which of them are keys), and how its reply becomes a typed value.
+// deduct, confirm and refund may also ask for a wait: WAIT sent right after
+// the command, on its connection (see lib/wait.js and ioredis.js).
 
 const {
   UNLIMITED,
@@ -89,12 +91,50 @@ function checkOptions(options, allowed, command) {
 
 const given = (v) => v !== undefined && v !== null;
 
-// Each builder returns { args, keys, names? }: the command's arguments after
-// its name, the indexes in args of its keys (the item key is always 0: the
-// command is routed by it), and those of other key names that get keyPrefix
+// A count of the wait (replicas, milliseconds): a non-negative safe integer,
+// as a number (a BigInt is taken too), since the replicas WAIT answers are
+// compared with it.
+function count(v, what) {
+  if (typeof v === 'bigint') v = Number(v);
+  if (typeof v !== 'number') throw new TypeError(`${what} must be a number, got ${describe(v)}`);
+  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${what} must be a non-negative integer, got ${v}`);
+  return v;
+}
+
+// The wait of deduct, confirm and refund: { waitReplicas, waitTimeoutMs }.
+const WAIT_OPTIONS = ['waitReplicas', 'waitTimeoutMs'];
+const DEFAULT_WAIT_TIMEOUT_MS = 1000;
+
+// { replicas, timeoutMs } when the options ask for a wait, else undefined.
+function waitOf(o, command) {
+  if (!given(o.waitReplicas)) {
+    if (given(o.waitTimeoutMs)) throw new TypeError(`${command}: waitTimeoutMs needs waitReplicas`);
+    return undefined;
+  }
+  return {
+    replicas: count(o.waitReplicas, 'waitReplicas'),
+    timeoutMs: given(o.waitTimeoutMs) ? count(o.waitTimeoutMs, 'waitTimeoutMs') : DEFAULT_WAIT_TIMEOUT_MS,
+  };
+}
+
+// The same call without its wait: the options object (at `at` in the call's
+// arguments) copied without waitReplicas and waitTimeoutMs.
+function withoutWait(callArgs, at) {
+  const options = callArgs[at];
+  if (!isOptions(options)) return callArgs;
+  const rest = { ...options };
+  for (const k of WAIT_OPTIONS) delete rest[k];
+  const out = callArgs.slice();
+  out[at] = rest;
+  return out;
+}
+
+// Each builder returns { args, keys, names?, wait? }: the command's arguments
+// after its name, the indexes in args of its keys (the item key is always 0:
+// the command is routed by it), those of other key names that get keyPrefix
 // but are not keys of the command (TAKE's TO destination: a part that may
 // live in another slot, so it must not take part in routing or in ioredis's
-// same-slot check of cluster pipelines).
+// same-slot check of cluster pipelines), and the wait asked for, if any.
 
 const INIT_OPTIONS = ['limit', 'start', 'end', 'stream', 'maxlen', 'ex', 'px', 'exat', 'pxat', 'replace'];
 
@@ -118,7 +158,7 @@ function buildInit(key, stock, options) {
   return { args, keys };
 }
 
-const DEDUCT_OPTIONS = ['qty', 'requestId', 'hold', 'holdUntil'];
+const DEDUCT_OPTIONS = ['qty', 'requestId', 'hold', 'holdUntil', ...WAIT_OPTIONS];
 
 function buildDeduct(key, user, qty, options) {
   if (isOptions(qty) && options === undefined) {
@@ -131,11 +171,15 @@ function buildDeduct(key, user, qty, options) {
   if (given(o.requestId)) args.push('ID', bytes(o.requestId, 'requestId'));
   if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
   if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
-  return { args, keys: [0] };
+  return { args, keys: [0], wait: waitOf(o, 'deduct') };
 }
 
-function buildConfirm(key, requestId) {
-  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
+// Where deduct's options are: deduct(key, user, { ... }) or deduct(key, user, qty, { ... }).
+const deductOptionsAt = (callArgs) => (isOptions(callArgs[2]) && callArgs[3] === undefined ? 2 : 3);
+
+function buildConfirm(key, requestId, options) {
+  const o = checkOptions(options, WAIT_OPTIONS, 'confirm');
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0], wait: waitOf(o, 'confirm') };
 }
 
 function buildRelease(key, ...requestIds) {
@@ -143,8 +187,9 @@ function buildRelease(key, ...requestIds) {
   return { args: [bytes(key, 'key'), ...ids.map((id) => bytes(id, 'requestId'))], keys: [0] };
 }
 
-function buildRefund(key, requestId) {
-  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
+function buildRefund(key, requestId, options) {
+  const o = checkOptions(options, WAIT_OPTIONS, 'refund');
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0], wait: waitOf(o, 'refund') };
 }
 
 // add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId)
@@ -225,15 +270,22 @@ const trueOrNull = (reply) => (toInteger(reply) === NO_ITEM ? null : true);
  * @property {(...args: any[]) => {args: Array<string|Buffer>, keys: number[], names?: number[]}} build
  * @property {(reply: any, keyPrefix?: string|Buffer) => any} parse
  * @property {boolean} [unprefixes] its reply names keys, reported without keyPrefix
+ * @property {(callArgs: any[]) => number} [waitsAt] it takes a wait: where its options are in a call
  */
 
 /** @type {CommandSpec[]} */
 const COMMANDS = [
   { method: 'init', name: 'SECKILL.INIT', readonly: false, build: buildInit, parse: (r) => toInteger(r) === 1 },
-  { method: 'deduct', name: 'SECKILL.DEDUCT', readonly: false, build: buildDeduct, parse: DeductResult.fromReply },
-  { method: 'confirm', name: 'SECKILL.CONFIRM', readonly: false, build: buildConfirm, parse: parseConfirm },
+  {
+    method: 'deduct', name: 'SECKILL.DEDUCT', readonly: false, build: buildDeduct, parse: DeductResult.fromReply,
+    waitsAt: deductOptionsAt,
+  },
+  {
+    method: 'confirm', name: 'SECKILL.CONFIRM', readonly: false, build: buildConfirm, parse: parseConfirm,
+    waitsAt: () => 2,
+  },
   { method: 'release', name: 'SECKILL.RELEASE', readonly: false, build: buildRelease, parse: countOrNull },
-  { method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: countOrNull },
+  { method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: countOrNull, waitsAt: () => 2 },
   { method: 'add', name: 'SECKILL.ADD', readonly: false, build: buildAdd, parse: countOrNull },
   { method: 'window', name: 'SECKILL.WINDOW', readonly: false, build: buildWindow, parse: trueOrNull },
   { method: 'stream', name: 'SECKILL.STREAM', readonly: false, build: buildStream, parse: trueOrNull },
@@ -260,4 +312,4 @@ const COMMANDS = [
   },
 ];
 
-module.exports = { COMMANDS, bytes, integer, isOptions };
+module.exports = { COMMANDS, bytes, integer, isOptions, withoutWait };

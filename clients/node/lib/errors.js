@@ -1,6 +1,7 @@
 'use strict';
 // Typed errors, decided from the server's error text in one place (the same
-// rules as the Python and Rust clients).
+// rules as the Python and Rust clients), and from the client's own error
+// when the connection was lost during a call.
 
 const ErrorKind = Object.freeze({
   REQUEST_ID_CONFLICT: 'REQUEST_ID_CONFLICT',
@@ -9,13 +10,32 @@ const ErrorKind = Object.freeze({
   WRONG_TYPE: 'WRONG_TYPE',
   NO_PERMISSION: 'NO_PERMISSION',
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  UNAVAILABLE: 'UNAVAILABLE',
 });
+
+// Replies saying the server cannot take a write now, whatever the command:
+// too few replicas for min-replicas-to-write, a replica (e.g. after a
+// failover), a replica whose master is down, a dataset being loaded.
+const UNAVAILABLE_CODES = new Set(['NOREPLICAS', 'READONLY', 'MASTERDOWN', 'LOADING']);
+
+// How the clients reject a call whose connection was lost before its reply
+// came: node-redis with SocketClosedUnexpectedlyError or the socket's own
+// error (ECONNRESET, ...), ioredis with "Connection is closed." (no
+// reconnection) or MaxRetriesPerRequestError (reconnected, and lost again).
+const LOST_CONNECTION_NAMES = new Set(['SocketClosedUnexpectedlyError', 'MaxRetriesPerRequestError']);
+const LOST_CONNECTION_CODES = new Set([
+  'ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ECONNABORTED', 'ENOTCONN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
+]);
+const IOREDIS_CONNECTION_CLOSED = 'Connection is closed.';
 
 // Error classes of the clients, by constructor name: node-redis's
 // SimpleError / BlobError / ErrorReply, ioredis's ReplyError (redis-errors).
 const REPLY_ERROR_NAMES = new Set(['SimpleError', 'BlobError', 'ErrorReply', 'ReplyError']);
 
-/** Base class of every error a SECKILL command replies with. */
+/**
+ * Base class of the typed errors: every error a SECKILL command replies
+ * with, and UnavailableError (also for a connection lost during a call).
+ */
 class SeckillError extends Error {
   /**
    * @param {string} message the text without its code
@@ -24,18 +44,22 @@ class SeckillError extends Error {
   constructor(message, options = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
-    /** The error's code: the leading word of the reply, e.g. "ERR", "WRONGTYPE". */
+    /**
+     * The error's code: the leading word of the reply, e.g. "ERR",
+     * "WRONGTYPE"; "" for a connection lost during the call (no reply).
+     */
     this.code = options.code ?? 'ERR';
     /** One of ErrorKind. */
     this.kind = options.kind ?? new.target.KIND ?? ErrorKind.INVALID_ARGUMENT;
-    /** True when the same call may succeed if retried (TRYAGAIN). */
-    this.retryable = this.code === 'TRYAGAIN';
+    /** True when the same call may succeed if sent again (TRYAGAIN, or UNAVAILABLE). */
+    this.retryable = this.code === 'TRYAGAIN' || this.kind === ErrorKind.UNAVAILABLE;
   }
 
   /**
    * The typed error for an error reply's full text ("CODE message"), or
-   * null when the error is not the module's (OOM, READONLY, LOADING, MOVED,
-   * ...): those stay the client's own errors, as in every seckill client.
+   * null when the error is neither the module's nor a server's refusal to
+   * take writes now (OOM, MOVED, ...): those stay the client's own errors,
+   * as in every seckill client.
    * @param {string} text
    */
   static fromReplyText(text, cause) {
@@ -48,16 +72,21 @@ class SeckillError extends Error {
 
   /**
    * The typed error for an error reply from node-redis (ErrorReply) or
-   * ioredis (ReplyError) to a SECKILL command. Anything else (a SeckillError
-   * already, a connection error, a TypeError, node-redis's MultiErrorReply)
-   * is returned as it is.
+   * ioredis (ReplyError) to a SECKILL command, or an UnavailableError (code
+   * "") for the error a client rejects a call with when its connection was
+   * lost before the reply came. Anything else (a SeckillError already, a
+   * TypeError, node-redis's MultiErrorReply, a client closed on purpose) is
+   * returned as it is.
    * @template T
    * @param {T} err
    */
   static from(err) {
     if (err instanceof SeckillError) return err;
-    if (!isReplyError(err)) return err;
-    return SeckillError.fromReplyText(err.message, err) ?? err;
+    if (isReplyError(err)) return SeckillError.fromReplyText(err.message, err) ?? err;
+    if (isConnectionLost(err)) {
+      return new UnavailableError(err.message, { code: '', kind: ErrorKind.UNAVAILABLE, cause: err });
+    }
+    return err;
   }
 }
 
@@ -73,6 +102,15 @@ class NoPermissionError extends SeckillError {}
 NoPermissionError.KIND = ErrorKind.NO_PERMISSION;
 class InvalidArgumentError extends SeckillError {}
 InvalidArgumentError.KIND = ErrorKind.INVALID_ARGUMENT;
+/**
+ * The server could not take the write now, or the connection was lost
+ * during the call: send the same call again, to the current master (always
+ * retryable). `code` says which: NOREPLICAS, READONLY, MASTERDOWN, LOADING
+ * (nothing was changed), or "" for a lost connection (the write may or may
+ * not have happened: sent again with the same request id, it happens once).
+ */
+class UnavailableError extends SeckillError {}
+UnavailableError.KIND = ErrorKind.UNAVAILABLE;
 
 const CLASS_BY_KIND = {
   [ErrorKind.REQUEST_ID_CONFLICT]: RequestIdConflictError,
@@ -81,11 +119,19 @@ const CLASS_BY_KIND = {
   [ErrorKind.WRONG_TYPE]: WrongTypeError,
   [ErrorKind.NO_PERMISSION]: NoPermissionError,
   [ErrorKind.INVALID_ARGUMENT]: InvalidArgumentError,
+  [ErrorKind.UNAVAILABLE]: UnavailableError,
 };
 
 function isReplyError(err) {
   if (!(err instanceof Error) || typeof err.message !== 'string') return false;
   return REPLY_ERROR_NAMES.has(err.name) || REPLY_ERROR_NAMES.has(err.constructor && err.constructor.name);
+}
+
+function isConnectionLost(err) {
+  if (!(err instanceof Error)) return false;
+  if (LOST_CONNECTION_NAMES.has(err.name) || LOST_CONNECTION_NAMES.has(err.constructor && err.constructor.name)) return true;
+  if (typeof err.code === 'string' && LOST_CONNECTION_CODES.has(err.code)) return true;
+  return err.message === IOREDIS_CONNECTION_CLOSED;
 }
 
 // "ERR some text" -> { code: 'ERR', message: 'some text' }. Error replies start
@@ -97,6 +143,7 @@ function splitCode(text) {
 }
 
 function classify(code, message) {
+  if (UNAVAILABLE_CODES.has(code)) return ErrorKind.UNAVAILABLE;
   if (message.includes('request id was already used') || message.includes('transfer id was already used')) {
     return ErrorKind.REQUEST_ID_CONFLICT;
   }
@@ -117,5 +164,6 @@ module.exports = {
   WrongTypeError,
   NoPermissionError,
   InvalidArgumentError,
+  UnavailableError,
   isReplyError,
 };

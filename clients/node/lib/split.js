@@ -8,6 +8,7 @@
 
 const { bytes, integer, isOptions } = require('./commands');
 const { UNLIMITED, UNLIMITED_STOCK } = require('./values');
+const { seckillOf } = require('./wait');
 
 const FNV_OFFSET_BASIS = 2166136261;
 const FNV_PRIME = 16777619;
@@ -33,16 +34,16 @@ function idBytes(user) {
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
 }
 
-// The client's seckill commands: client.seckill of a node-redis client or
-// cluster created with { modules: { seckill } }, or of an ioredis client or
-// cluster after installSeckill().
+// The client's seckill commands (with waits on node-redis too): those of a
+// node-redis client or cluster created with { modules: { seckill } }, or of
+// an ioredis client or cluster after installSeckill().
 function commandsOf(client) {
-  const sk = client && client.seckill;
-  if (!sk || typeof sk.deduct !== 'function' || typeof sk.get !== 'function') {
+  try {
+    return seckillOf(client);
+  } catch {
     throw new TypeError('SplitItem needs a client with the seckill commands: a node-redis client or cluster '
       + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster passed to installSeckill()');
   }
-  return sk;
 }
 
 // The total stock as a BigInt (non-negative). An unlimited item needs no
@@ -126,19 +127,22 @@ class SplitItem {
     return Promise.all(this.parts.map((part, i) => this.#sk.init(part, shares[i], options)));
   }
 
-  /** SECKILL.DEDUCT on the user's part (arguments as the client's deduct). */
+  /**
+   * SECKILL.DEDUCT on the user's part (arguments as the client's deduct; with
+   * waitReplicas, a Durable).
+   */
   deduct(user, qty, options) {
     return this.#sk.deduct(this.#partOf(user), user, qty, options);
   }
 
-  /** SECKILL.CONFIRM on the user's part. */
-  confirm(user, requestId) {
-    return this.#sk.confirm(this.#partOf(user), requestId);
+  /** SECKILL.CONFIRM on the user's part (options: { waitReplicas, waitTimeoutMs }, then a Durable). */
+  confirm(user, requestId, options) {
+    return this.#sk.confirm(this.#partOf(user), requestId, options);
   }
 
-  /** SECKILL.REFUND on the user's part. */
-  refund(user, requestId) {
-    return this.#sk.refund(this.#partOf(user), requestId);
+  /** SECKILL.REFUND on the user's part (options: { waitReplicas, waitTimeoutMs }, then a Durable). */
+  refund(user, requestId, options) {
+    return this.#sk.refund(this.#partOf(user), requestId, options);
   }
 
   /** SECKILL.BOUGHT on the user's part: the units the user holds now, or null (no item). */

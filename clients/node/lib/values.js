@@ -106,6 +106,34 @@ class DeductResult {
   }
 }
 
+/**
+ * What `deduct`, `confirm` and `refund` return when asked to wait for
+ * replicas (`waitReplicas`): the command's usual value, and how many replicas
+ * acknowledged the write before WAIT answered.
+ */
+class Durable {
+  constructor(result, replicas, durable) {
+    /** The command's usual value (DeductResult, ConfirmOutcome, refund's count). */
+    this.result = result;
+    /** What WAIT answered: the replicas that acknowledged the write. */
+    this.replicas = replicas;
+    /** True when at least the replicas asked for acknowledged it. */
+    this.durable = durable;
+    Object.freeze(this);
+  }
+
+  // result: the command's typed value; reply: WAIT's; wanted: the replicas asked for.
+  static fromReplies(result, reply, wanted) {
+    let replicas;
+    try {
+      replicas = toInteger(reply);
+    } catch {
+      throw unexpected('WAIT', reply);
+    }
+    return new Durable(result, replicas, replicas >= wanted);
+  }
+}
+
 /** A pending hold, as `holds` lists it. */
 class Hold {
   constructor(requestId, user, qty, deadline) {
@@ -290,6 +318,7 @@ module.exports = {
   ConfirmOutcome,
   SettleOutcome,
   DeductResult,
+  Durable,
   Hold,
   Transfer,
   ItemInfo,

@@ -3,7 +3,7 @@
 // the master of its item key directly. The servers count MOVED replies
 // (INFO errorstats); their sum must not change across 1,000 calls on 100
 // keys, for node-redis (RESP2, RESP3) and ioredis (with auto-pipelining and
-// keyPrefix).
+// keyPrefix). A call with a wait sends WAIT to the item's master too.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -12,7 +12,7 @@ const { Cluster } = require('ioredis');
 const { startCluster } = require('./helpers/servers');
 const { plain, bought } = require('./helpers/suite');
 const {
-  seckill, installSeckill, Outcome, ItemInfo, SettleOutcome, SplitItem, fnv1a32,
+  seckill, installSeckill, seckillOf, Outcome, ConfirmOutcome, ItemInfo, SettleOutcome, SplitItem, fnv1a32, Durable,
 } = require('..');
 
 let cluster;
@@ -218,6 +218,50 @@ test('ioredis Cluster with auto-pipelining: binary, numeric and Uint8Array keys 
   assert.equal(await cluster.movedCount(), moved);
   assert.equal(await (await ownerOf('bin:12345')).command('EXISTS', 'bin:12345'), 1);
 });
+
+// Calls of a command on each master, in the nodes' order.
+async function callsPerNode(name) {
+  const calls = [];
+  for (const n of cluster.nodes) {
+    const m = /calls=(\d+)/.exec((await n.info('commandstats'))[`cmdstat_${name}`] || '');
+    calls.push(m ? Number(m[1]) : 0);
+  }
+  return calls;
+}
+
+for (const [name, make, prefix] of [
+  ['node-redis cluster', async () => seckillOf(await nodeRedisCluster(3)), ''],
+  ['node-redis cluster with keyPrefix', async () => seckillOf(await nodeRedisCluster(2, { keyPrefix: 'app:' })), 'app:'],
+  ['ioredis Cluster', async () => installSeckill(await ioredisCluster()).seckill, ''],
+  ['ioredis Cluster with enableAutoPipelining and keyPrefix',
+    async () => installSeckill(await ioredisCluster({ enableAutoPipelining: true, keyPrefix: 'app:' })).seckill, 'app:'],
+]) {
+  test(`${name}: a call with a wait sends WAIT to the item key's master, with the write`, async () => {
+    await flushAll();
+    const sk = await make();
+    const keys = ['item:0', 'item:1', 'item:2', 'item:3', 'item:5'];
+    const owners = [];
+    for (const key of keys) owners.push(cluster.nodes.indexOf(await ownerOf(prefix + key)));
+    assert.equal(new Set(owners).size, 3, 'the items are on all three masters');
+    for (const key of keys) assert.equal(await sk.init(key, 5), true); // also the warm-up
+    const moved = await cluster.movedCount();
+    for (const [i, key] of keys.entries()) {
+      const before = await callsPerNode('wait');
+      // No replicas here: zero asked is durable, one is not.
+      const d = await sk.deduct(key, 'alice', 1, { requestId: 'h1', hold: 900, waitReplicas: 0 });
+      assert.ok(d instanceof Durable);
+      assert.deepEqual([d.result.outcome, d.result.stock, d.replicas, d.durable], [Outcome.BOUGHT, 4, 0, true]);
+      const c = await sk.confirm(key, 'h1', { waitReplicas: 1, waitTimeoutMs: 20 });
+      assert.deepEqual({ ...c }, { result: ConfirmOutcome.CONFIRMED, replicas: 0, durable: false });
+      const r = await sk.refund(key, 'h1', { waitReplicas: 0 });
+      assert.deepEqual({ ...r }, { result: 1, replicas: 0, durable: true });
+      const after = await callsPerNode('wait');
+      assert.deepEqual(after.map((n, j) => n - before[j]), [0, 1, 2].map((j) => (j === owners[i] ? 3 : 0)), key);
+      assert.equal(await cluster.nodes[owners[i]].command('SECKILL.GET', prefix + key), 5);
+    }
+    assert.equal(await cluster.movedCount(), moved, 'no MOVED');
+  });
+}
 
 // An item whose default part names (with the client's keyPrefix) land on the
 // three masters, one each.

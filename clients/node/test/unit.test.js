@@ -6,7 +6,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const {
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
-  NoPermissionError, InvalidArgumentError, ErrorKind, DeductResult, Outcome, ItemInfo,
+  NoPermissionError, InvalidArgumentError, UnavailableError, ErrorKind, DeductResult, Durable, Outcome, ItemInfo,
   UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, SettleOutcome, Transfer,
   SplitItem, fnv1a32, seckill,
 } = require('..');
@@ -30,6 +30,11 @@ const CASES = [
   ['ERR value is not an integer or out of range', InvalidArgumentError, 'ERR', false],
   ["ERR wrong number of arguments for 'seckill.deduct' command", InvalidArgumentError, 'ERR', false],
   ['ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master', InvalidArgumentError, 'ERR', false],
+  // A server that cannot take the write now: the same call, sent again to the current master.
+  ['NOREPLICAS Not enough good replicas to write.', UnavailableError, 'NOREPLICAS', true],
+  ["READONLY You can't write against a read only replica.", UnavailableError, 'READONLY', true],
+  ['MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to \'no\'.', UnavailableError, 'MASTERDOWN', true],
+  ['LOADING Redis is loading the dataset in memory', UnavailableError, 'LOADING', true],
 ];
 
 test('errors are classified from the reply text', () => {
@@ -45,19 +50,18 @@ test('errors are classified from the reply text', () => {
   }
   assert.equal(SeckillError.fromReplyText('no code here').code, 'ERR');
   assert.equal(SeckillError.fromReplyText('no code here').message, 'no code here');
-  // Errors of the server's state, not the module's: left to the client.
+  // Other errors of the server's state, not the module's: left to the client.
   for (const text of [
     "OOM command not allowed when used memory > 'maxmemory'.",
-    "READONLY You can't write against a read only replica.",
-    'LOADING Redis is loading the dataset in memory',
     'MOVED 3999 127.0.0.1:6381',
+    'ASK 3999 127.0.0.1:6381',
   ]) {
     assert.equal(SeckillError.fromReplyText(text), null, text);
   }
 });
 
-test('from() leaves anything but a reply error alone (the real reply errors are in the server tests)', () => {
-  const plainError = new Error('Connection is closed.');
+test('from() leaves anything but a reply error or a lost connection alone (the real ones are in the server tests)', () => {
+  const plainError = new Error('The client is closed');
   assert.equal(SeckillError.from(plainError), plainError);
   const typeError = new TypeError('x');
   assert.equal(SeckillError.from(typeError), typeError);
@@ -71,6 +75,58 @@ test('from() leaves anything but a reply error alone (the real reply errors are 
   assert.equal(constructed.kind, ErrorKind.REQUEST_ID_CONFLICT);
   assert.equal(constructed.code, 'ERR');
   assert.equal(constructed.message, 'custom');
+});
+
+test('from() types a connection lost during a call as UNAVAILABLE, retryable, with no code', () => {
+  class SocketClosedUnexpectedlyError extends Error {} // node-redis's, by its name
+  class MaxRetriesPerRequestError extends Error {} // ioredis's, by its name
+  const lost = [
+    new SocketClosedUnexpectedlyError('Socket closed unexpectedly'),
+    new MaxRetriesPerRequestError('Reached the max retries per request limit (which is 1).'),
+    new Error('Connection is closed.'), // ioredis, without reconnection
+    Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+    Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }),
+  ];
+  for (const err of lost) {
+    const typed = SeckillError.from(err);
+    assert.ok(typed instanceof UnavailableError, err.message);
+    assert.equal(typed.kind, ErrorKind.UNAVAILABLE);
+    assert.equal(typed.code, '');
+    assert.equal(typed.retryable, true);
+    assert.equal(typed.message, err.message);
+    assert.equal(typed.cause, err);
+    assert.equal(SeckillError.from(typed), typed);
+  }
+  const timeout = Object.assign(new Error('Connection timeout'), { name: 'ConnectionTimeoutError' });
+  assert.equal(SeckillError.from(timeout), timeout);
+  const constructed = new UnavailableError('custom');
+  assert.deepEqual([constructed.kind, constructed.retryable], [ErrorKind.UNAVAILABLE, true]);
+});
+
+test('a wait is read from the options of deduct, confirm and refund, 1000 ms by default', () => {
+  const build = (method, ...args) => COMMANDS.find((c) => c.method === method).build(...args);
+  assert.deepEqual(build('confirm', 'k', 'h1', { waitReplicas: 1 }).wait, { replicas: 1, timeoutMs: 1000 });
+  assert.deepEqual(build('refund', 'k', 'h1', { waitReplicas: 2n, waitTimeoutMs: 50 }).wait, { replicas: 2, timeoutMs: 50 });
+  assert.deepEqual(build('deduct', 'k', 'u', { qty: 2, waitReplicas: 0 }), { args: ['k', 'u', '2'], keys: [0], wait: { replicas: 0, timeoutMs: 1000 } });
+  assert.deepEqual(build('deduct', 'k', 'u', 1, { requestId: 'r', waitReplicas: 1, waitTimeoutMs: 0 }).args, ['k', 'u', '1', 'ID', 'r']);
+  assert.equal(build('deduct', 'k', 'u', 1, { requestId: 'r' }).wait, undefined);
+  assert.equal(build('confirm', 'k', 'h1').wait, undefined);
+  assert.equal(build('confirm', 'k', 'h1', { waitReplicas: null }).wait, undefined);
+  assert.throws(() => build('confirm', 'k', 'h1', { waitTimeoutMs: 100 }), /waitTimeoutMs needs waitReplicas/);
+  assert.throws(() => build('confirm', 'k', 'h1', { waitReplicas: -1 }), RangeError);
+  assert.throws(() => build('confirm', 'k', 'h1', { waitReplicas: 1.5 }), RangeError);
+  assert.throws(() => build('refund', 'k', 'h1', { waitReplicas: '1' }), TypeError);
+  assert.throws(() => build('refund', 'k', 'h1', { waitReplica: 1 }), /unknown option 'waitReplica'/);
+  assert.throws(() => build('deduct', 'k', 'u', 1, { waitReplicas: 1, waitTimeoutMs: -5 }), RangeError);
+  // The other commands take no wait.
+  assert.equal(COMMANDS.filter((c) => c.waitsAt).map((c) => c.method).join(), 'deduct,confirm,refund');
+
+  const durable = Durable.fromReplies(ConfirmOutcome.CONFIRMED, '1', 1);
+  assert.ok(Object.isFrozen(durable));
+  assert.deepEqual({ ...durable }, { result: ConfirmOutcome.CONFIRMED, replicas: 1, durable: true });
+  assert.deepEqual({ ...Durable.fromReplies(2, 0n, 1) }, { result: 2, replicas: 0, durable: false });
+  assert.deepEqual({ ...Durable.fromReplies(null, 3, 2) }, { result: null, replicas: 3, durable: true });
+  assert.throws(() => Durable.fromReplies(1, 'QUEUED', 1), /unexpected reply to WAIT/);
 });
 
 test('replies of every integer mapping give the same values', () => {

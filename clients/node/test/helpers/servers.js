@@ -1,6 +1,7 @@
 'use strict';
 // Starts real redis-server (or valkey-server) processes for the tests: one
-// standalone server, or a cluster of three masters. Every process is stopped
+// standalone server (with extra settings if asked), a replica of one, or a
+// cluster of three masters. Every process is stopped
 // by stop(), and also when the test process exits for any reason it can catch.
 //
 //   SECKILL_MODULE  the module's .so (required)
@@ -165,7 +166,8 @@ class Server {
   }
 }
 
-async function startServer({ cluster = false } = {}) {
+// `args`: more settings for the server, e.g. ['--min-replicas-to-write', '1'].
+async function startServer({ cluster = false, args: extra = [] } = {}) {
   const port = await freePort(cluster);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seckill-node-'));
   const args = [
@@ -182,6 +184,7 @@ async function startServer({ cluster = false } = {}) {
       '--cluster-config-file', path.join(dir, 'nodes.conf'),
       '--cluster-node-timeout', '5000');
   }
+  args.push(...extra);
   const proc = spawn(SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   running.add(proc);
   let stderr = '';
@@ -200,6 +203,27 @@ async function startServer({ cluster = false } = {}) {
   try { log = fs.readFileSync(path.join(dir, 'server.log'), 'utf8'); } catch { /* none */ }
   await server.stop();
   throw new Error(`${SERVER} did not start on port ${port}: ${stderr}\n${log.slice(-2000)}`);
+}
+
+// A replica of `master`, returned once its first sync is done (the link is
+// up and the replica has loaded what the master had).
+async function startReplica(master, { args = [] } = {}) {
+  // The first sync at once (a diskless sync waits 5 s for more replicas).
+  await master.command('CONFIG', 'SET', 'repl-diskless-sync-delay', '0');
+  const replica = await startServer({ args: ['--replicaof', '127.0.0.1', String(master.port), ...args] });
+  try {
+    const deadline = Date.now() + 30000;
+    for (;;) {
+      const info = await replica.info('replication');
+      if (info.master_link_status === 'up' && info.master_sync_in_progress === '0') break;
+      if (Date.now() > deadline) throw new Error(`the replica on port ${replica.port} did not sync with ${master.port} in 30 s`);
+      await sleep(50);
+    }
+    return replica;
+  } catch (err) {
+    await replica.stop();
+    throw err;
+  }
 }
 
 class Cluster {
@@ -267,4 +291,4 @@ async function clusterReady(nodes) {
   return views.every((v) => v === views[0]);
 }
 
-module.exports = { startServer, startCluster, rawCommand, sleep, SERVER, MODULE };
+module.exports = { startServer, startReplica, startCluster, rawCommand, sleep, SERVER, MODULE };

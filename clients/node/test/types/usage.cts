@@ -5,7 +5,7 @@ import Redis, { Cluster } from 'ioredis';
 import {
   seckill, installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold,
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
-  SettleOutcome, Transfer, SplitItem, fnv1a32,
+  SettleOutcome, Transfer, SplitItem, fnv1a32, seckillOf, Durable, UnavailableError,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -58,6 +58,23 @@ async function nodeRedis(): Promise<void> {
   const g: number | null = await cluster.seckill.get('sku:1');
   console.log(g);
 
+  // Waits: through seckillOf, on a client or a cluster.
+  const sk = seckillOf(client);
+  const held: Durable<DeductResult> = await sk.deduct('sku:1', 'alice', 1, { requestId: 'o-9', hold: 900, waitReplicas: 1 });
+  const paid: Durable<ConfirmOutcome> = await sk.confirm('sku:1', 'o-9', { waitReplicas: 1, waitTimeoutMs: 200 });
+  const back: Durable<number | null> = await seckillOf(cluster).refund('sku:1', 'o-9', { waitReplicas: 1n });
+  const byOptions: Durable<DeductResult> = await sk.deduct('sku:1', 'bob', { qty: 2, waitReplicas: 1 });
+  if (!paid.durable) console.log(paid.replicas + 1, paid.result === ConfirmOutcome.CONFIRMED);
+  const unwaited: DeductResult = await sk.deduct('sku:1', 'carol', 1, { requestId: 'o-10' });
+  const plainConfirm: ConfirmOutcome = await sk.confirm('sku:1', 'o-10');
+  // @ts-expect-error the module's own call sends one command, so it takes no wait
+  await client.seckill.confirm('sku:1', 'o-9', { waitReplicas: 1 });
+  // @ts-expect-error waitReplicas is a number
+  await sk.confirm('sku:1', 'o-9', { waitReplicas: '1' });
+  // @ts-expect-error a wait is not a deduct result
+  const wrong: DeductResult = await sk.deduct('sku:1', 'alice', 1, { waitReplicas: 1 });
+  console.log(held.result.stock, back.result, byOptions.durable, unwaited.ok, plainConfirm, wrong);
+
   // A split item over the node-redis client and over the cluster.
   const parts: string[] = SplitItem.named('sku:9', 3);
   const split = new SplitItem(cluster, parts);
@@ -99,6 +116,20 @@ async function ioredis(): Promise<void> {
   const st: SettleOutcome = await redis.seckillSettle('p', 't');
   const split = new SplitItem(cluster, SplitItem.named('sku:7', 3));
   const sd: DeductResult = await split.deduct('alice');
+  const sdw: Durable<DeductResult> = await split.deduct('alice', 1, { requestId: 'w', hold: 60, waitReplicas: 1 });
+  const scw: Durable<ConfirmOutcome> = await split.confirm('alice', 'w', { waitReplicas: 1 });
+  const srw: Durable<number | null> = await split.refund('alice', 'w', { waitReplicas: 1, waitTimeoutMs: 500 });
+
+  // Waits on the client: the namespace and the flat methods.
+  const dr: Durable<DeductResult> = await redis.seckill.deduct('sku:1', 'alice', 1, { requestId: 'o-1', waitReplicas: 1 });
+  const dc: Durable<ConfirmOutcome> = await redis.seckillConfirm('sku:1', 'o-1', { waitReplicas: 1, waitTimeoutMs: 200 });
+  const df: Durable<number | null> = await cluster.seckill.refund('sku:1', 'o-1', { waitReplicas: 1 });
+  const same: typeof redis.seckill = seckillOf(redis);
+  // @ts-expect-error no wait in a pipeline
+  redis.pipeline().seckill.confirm('sku:1', 'o-1', { waitReplicas: 1 });
+  // @ts-expect-error no wait in a transaction
+  redis.multi().seckillDeduct('sku:1', 'alice', 1, { waitReplicas: 1 });
+  console.log(sdw, scw, srw, dr.result.outcome, dc.durable, df.replicas, same);
   const overRedis = new SplitItem(redis, ['a', 'b']);
   const ss: number | null = await overRedis.stock();
   // @ts-expect-error ioredis without installSeckill has no seckill commands
@@ -108,6 +139,10 @@ async function ioredis(): Promise<void> {
 
 function errors(err: unknown): void {
   const e = SeckillError.from(err);
+  if (e instanceof UnavailableError && e.retryable) {
+    const k: ErrorKind = e.kind;
+    console.log(k === ErrorKind.UNAVAILABLE, e.code === 'NOREPLICAS' || e.code === '');
+  }
   if (e instanceof RequestIdConflictError) {
     const k: ErrorKind = e.kind;
     console.log(k === ErrorKind.REQUEST_ID_CONFLICT, e.code, e.message, e.retryable);
