@@ -18,6 +18,7 @@ mod store;
 use event::OrderEvent;
 use metrics::Metrics;
 use redis::{Connection, Value};
+use seckill_client::mask_password;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +34,10 @@ const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--st
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
   SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
-  SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR.
+  SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR; a flag given wins.
+Keep URLs with passwords in the environment (or a systemd EnvironmentFile=
+of mode 0600): every user of the host can read a process's flags. A URL is
+only ever shown without its password.
 With --metrics-addr, Prometheus metrics are served at /metrics.
 The consumer name defaults to this host's name, so a restarted consumer
 finds its own pending entries. Dead letters go to <stream>:dead.
@@ -53,7 +57,8 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 struct Config {
     redis: redis::Client,
-    redis_url: String,
+    /// The Redis URL as logs show it: without its password.
+    redis_shown: String,
     postgres: postgres::Config,
     streams: Vec<String>,
     group: String,
@@ -82,8 +87,11 @@ impl Config {
                 .parse::<u64>()
                 .map_err(|_| format!("{flag}: not a number: {value:?}"))
         };
+        // Where each URL came from, for an error about it.
+        let mut redis_from = "SECKILL_REDIS_URL";
         let mut redis_url =
             env("SECKILL_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
+        let mut postgres_from = "SECKILL_POSTGRES_URL";
         let mut postgres_url = env("SECKILL_POSTGRES_URL").unwrap_or_default();
         let mut streams: Vec<String> = env("SECKILL_STREAMS")
             .map(|streams| streams.split(',').map(str::to_owned).collect())
@@ -103,6 +111,7 @@ impl Config {
             None => 3,
         };
         let mut metrics_addr = env("SECKILL_METRICS_ADDR").filter(|addr| !addr.is_empty());
+        let mut streams_from_flags = false;
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             if flag == "--help" || flag == "-h" {
@@ -110,9 +119,22 @@ impl Config {
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
-                "--redis-url" => redis_url = value,
-                "--postgres-url" => postgres_url = value,
-                "--stream" => streams.push(value),
+                "--redis-url" => {
+                    redis_from = "--redis-url";
+                    redis_url = value;
+                }
+                "--postgres-url" => {
+                    postgres_from = "--postgres-url";
+                    postgres_url = value;
+                }
+                "--stream" => {
+                    // Flags replace SECKILL_STREAMS rather than add to it.
+                    if !streams_from_flags {
+                        streams_from_flags = true;
+                        streams.clear();
+                    }
+                    streams.push(value);
+                }
                 "--group" => group = value,
                 "--consumer" => consumer = value,
                 "--claim-idle-ms" => claim_idle_ms = number(&flag, &value)?,
@@ -126,11 +148,14 @@ impl Config {
         if postgres_url.is_empty() || streams.is_empty() {
             return Err("a PostgreSQL URL and at least one stream are required".into());
         }
+        // A URL is only ever shown without its password, even one that
+        // does not parse.
+        let redis_shown = mask_password(&redis_url);
         let redis = redis::Client::open(redis_url.as_str())
-            .map_err(|err| format!("--redis-url {redis_url}: {err}"))?;
+            .map_err(|err| format!("{redis_from} {redis_shown}: {err}"))?;
         let mut postgres = postgres_url
             .parse::<postgres::Config>()
-            .map_err(|err| format!("--postgres-url: {err}"))?;
+            .map_err(|err| format!("{postgres_from} {}: {err}", mask_password(&postgres_url)))?;
         // A host that vanishes (a crash, a network cut) must fail the
         // connection rather than leave a write waiting forever; settings
         // given in the URL win.
@@ -147,7 +172,7 @@ impl Config {
         }
         Ok(Config {
             redis,
-            redis_url,
+            redis_shown,
             postgres,
             streams,
             group,
@@ -365,18 +390,18 @@ impl Consumer {
             return Err(Stop::Redis(String::new()));
         }
         let client = &self.config.redis;
-        let url = &self.config.redis_url;
+        let url = &self.config.redis_shown;
         self.redis
             .get(|| {
                 let connection = client
                     .get_connection_with_timeout(NETWORK_TIMEOUT)
-                    .map_err(|err| format!("Redis at {url}: {err}"))?;
+                    .map_err(|err| format!("cannot connect to {url}: {err}"))?;
                 // Reads block at most half a second (XREADGROUP BLOCK 500):
                 // a reply this late means the server or the path is gone.
                 connection
                     .set_read_timeout(Some(NETWORK_TIMEOUT))
                     .and_then(|()| connection.set_write_timeout(Some(NETWORK_TIMEOUT)))
-                    .map_err(|err| format!("Redis at {url}: {err}"))?;
+                    .map_err(|err| format!("cannot set timeouts on {url}: {err}"))?;
                 Ok(connection)
             })
             .ok_or_else(|| Stop::Redis(String::new()))
@@ -388,7 +413,13 @@ impl Consumer {
         }
         let (config, stop) = (&self.config.postgres, &self.stop);
         self.store
-            .get(|| StoreWorker::connect(config, stop).map_err(|err| format!("PostgreSQL: {err}")))
+            .get(|| {
+                StoreWorker::connect(config, stop).map_err(|err| match err {
+                    // The link's log line says PostgreSQL is unavailable.
+                    StoreError::Unavailable(cause) => cause,
+                    refused => refused.to_string(),
+                })
+            })
             .ok_or(Stop::Store)
     }
 
@@ -406,7 +437,8 @@ impl Consumer {
     ) -> Result<T, Stop> {
         let redis = self.redis()?;
         cmd.query(redis).map_err(|err| {
-            let cause = format!("Redis: {err}");
+            // The link's log line names Redis already.
+            let cause = err.to_string();
             if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
                 self.redis.lost(&cause);
                 self.caught_up = false;
@@ -508,7 +540,6 @@ impl Consumer {
                 self.refuse(stream, id, &raw, &refused.to_string(), Some(&refused))
             }
             Err(StoreError::Unavailable(cause)) => {
-                let cause = format!("PostgreSQL: {cause}");
                 self.store.lost(&cause);
                 self.caught_up = false;
                 Err(Stop::Store)
@@ -781,8 +812,9 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
         metrics,
     };
     log(&format!(
-        "consuming {} as {} in group {}",
+        "consuming {} on {} as {} in group {}",
         consumer.config.streams.join(", "),
+        consumer.config.redis_shown,
         consumer.config.consumer,
         consumer.config.group
     ));

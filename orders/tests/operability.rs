@@ -1,11 +1,13 @@
-//! What an operator sees of seckill-orders: its Prometheus metrics, and
-//! the systemd unit it ships with.
+//! What an operator sees of seckill-orders: its Prometheus metrics, the
+//! systemd unit it ships with, and never a password, whatever goes wrong.
 
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{free_port, ok, wait_until, Server};
+use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 const ITEM: &str = "{sku:metrics}";
@@ -117,6 +119,14 @@ fn the_systemd_unit_verifies() {
     for required in ["[Unit]", "[Service]", "[Install]", "ExecStart=", "Restart="] {
         assert!(text.contains(required), "the unit has no {required}");
     }
+    // The URLs, passwords and all, come from a file only root reads, not
+    // from the command line, which every user of the host can read.
+    assert!(text.contains("\nEnvironmentFile="), "{text}");
+    let exec_start = text
+        .lines()
+        .find(|line| line.starts_with("ExecStart="))
+        .unwrap_or_default();
+    assert!(!exec_start.contains("-url"), "{exec_start}");
     let analyze = Command::new("systemd-analyze")
         .arg("--version")
         .stdout(Stdio::null())
@@ -157,4 +167,288 @@ fn the_systemd_unit_verifies() {
         .filter(|line| line.contains("seckill-orders.service"))
         .collect();
     assert!(about_unit.is_empty(), "{complaints}");
+}
+
+// ---------------------------------------------------------------------------
+// No password in any output.
+
+/// The Redis user's password, a wrong one, and PostgreSQL's: none of them
+/// may appear in anything the consumer prints or serves.
+const REDIS_PASSWORD: &str = "orders-redis-s3cret";
+const WRONG_PASSWORD: &str = "WRONG-redis-pass";
+const POSTGRES_PASSWORD: &str = "orders-pg-s3cret";
+
+/// The consumer's own environment variables: cleared, so that only what a
+/// test sets counts.
+const CONSUMER_ENV: [&str; 9] = [
+    "SECKILL_REDIS_URL",
+    "SECKILL_POSTGRES_URL",
+    "SECKILL_STREAMS",
+    "SECKILL_GROUP",
+    "SECKILL_CONSUMER",
+    "SECKILL_CLAIM_IDLE_MS",
+    "SECKILL_CLAIM_PAGE",
+    "SECKILL_MAX_DELIVERIES",
+    "SECKILL_METRICS_ADDR",
+];
+
+/// A server whose user `orders` has a password (the default user has
+/// none, so that the test itself connects without one).
+fn server_with_a_password() -> Server {
+    Server::start_with(&[
+        "--user",
+        "orders",
+        "on",
+        &format!(">{REDIS_PASSWORD}"),
+        "~*",
+        "+@all",
+    ])
+}
+
+fn redis_url(port: u16, password: &str) -> String {
+    format!("redis://orders:{password}@127.0.0.1:{port}/")
+}
+
+fn postgres_url(port: u16) -> String {
+    format!("postgres://bench:{POSTGRES_PASSWORD}@127.0.0.1:{port}/postgres")
+}
+
+/// One run of the consumer, its stdout and stderr in one file, serving its
+/// metrics on a port of its own; killed when dropped.
+struct Run {
+    child: Child,
+    output: PathBuf,
+    metrics_port: u16,
+}
+
+impl Run {
+    /// Starts the consumer with `env` set (and no other variable of its
+    /// own) and `args`.
+    fn start(dir: &Path, name: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
+        let output = dir.join(format!("{name}.out"));
+        let file = fs::File::create(&output).expect("create the output file");
+        let metrics_port = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_seckill-orders"));
+        for var in CONSUMER_ENV {
+            command.env_remove(var);
+        }
+        let child = command
+            .envs(env.iter().copied())
+            .args(["--stream", STREAM, "--consumer", name])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("clone the output file"))
+            .stderr(file)
+            .spawn()
+            .expect("start seckill-orders");
+        Run {
+            child,
+            output,
+            metrics_port,
+        }
+    }
+
+    fn output(&self) -> String {
+        fs::read_to_string(&self.output).unwrap_or_default()
+    }
+
+    /// Waits until the output says `what`.
+    fn wait_for(&self, what: &str) {
+        wait_until(
+            &format!("the output to say {what:?}"),
+            Duration::from_secs(30),
+            || self.output().contains(what),
+        );
+    }
+
+    /// Waits for the consumer to exit by itself.
+    fn exit_status(&mut self) -> ExitStatus {
+        let mut status = None;
+        wait_until("seckill-orders to exit", Duration::from_secs(30), || {
+            status = self.child.try_wait().expect("poll seckill-orders");
+            status.is_some()
+        });
+        status.expect("an exit status")
+    }
+
+    /// Everything it printed, and its metrics if it serves them, with no
+    /// password in any.
+    fn assert_shows_no_password(&self) {
+        let shown = format!("{}\n{}", self.output(), scrape(self.metrics_port));
+        for password in [REDIS_PASSWORD, WRONG_PASSWORD, POSTGRES_PASSWORD] {
+            assert!(!shown.contains(password), "a password is shown:\n{shown}");
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- seckill-orders output ---\n{}", self.output());
+        }
+    }
+}
+
+#[test]
+fn a_run_that_writes_orders_shows_no_password_in_its_output_or_metrics() {
+    let Some(pg) = Postgres::start() else {
+        eprintln!("PostgreSQL is not installed: skipped (make deps installs it)");
+        return;
+    };
+    let server = server_with_a_password();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", ITEM, "100", "STREAM", STREAM]);
+    for n in 0..10 {
+        let id = format!("order:{n}");
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", ITEM, &format!("u{n}"), "1", "ID", &id],
+        );
+    }
+    // The PostgreSQL cluster trusts loopback connections: the password in
+    // its URL is never checked, only carried.
+    let run = Run::start(
+        server.dir(),
+        "normal",
+        &[("SECKILL_POSTGRES_URL", &postgres_url(pg.port()))],
+        &["--redis-url", &redis_url(server.port, REDIS_PASSWORD)],
+    );
+    wait_until("every row to be written", Duration::from_secs(30), || {
+        sample(
+            &scrape(run.metrics_port),
+            "seckill_orders_rows_written_total",
+        ) == Some(10.0)
+    });
+    // It says which server it reads, without the password.
+    run.wait_for(&format!(
+        "on redis://orders:****@127.0.0.1:{}/",
+        server.port
+    ));
+    run.assert_shows_no_password();
+}
+
+#[test]
+fn a_wrong_password_or_a_redis_that_is_down_is_reported_without_the_password() {
+    let server = server_with_a_password();
+    // PostgreSQL is not reached: Redis comes first.
+    let nowhere = postgres_url(free_port());
+    let wrong = Run::start(
+        server.dir(),
+        "wrong",
+        &[
+            ("SECKILL_REDIS_URL", &redis_url(server.port, WRONG_PASSWORD)),
+            ("SECKILL_POSTGRES_URL", &nowhere),
+        ],
+        &[],
+    );
+    wrong.wait_for("authentication failed");
+    wrong.wait_for("orders:****@");
+    wrong.assert_shows_no_password();
+
+    let down = Run::start(
+        server.dir(),
+        "down",
+        &[],
+        &[
+            "--redis-url",
+            &redis_url(free_port(), REDIS_PASSWORD),
+            "--postgres-url",
+            &nowhere,
+        ],
+    );
+    down.wait_for("retrying until it is back");
+    down.wait_for("orders:****@");
+    down.assert_shows_no_password();
+    // One prefix per line: not "Redis: Redis at ...".
+    for run in [&wrong, &down] {
+        assert!(!run.output().contains("Redis: Redis"), "{}", run.output());
+    }
+}
+
+/// An environment variable and its value.
+type Variable<'a> = (&'a str, &'a str);
+
+#[test]
+fn a_url_that_does_not_parse_is_refused_without_showing_its_password() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad_redis = &format!("redis://orders:{REDIS_PASSWORD}@127.0.0.1:notaport/")[..];
+    // A password its writer did not percent-encode: the URL does not parse,
+    // and it is masked whole all the same.
+    let unencoded = &format!("redis://:{REDIS_PASSWORD}/#x@127.0.0.1:6379/")[..];
+    let bad_postgres = &format!("postgres://bench:{POSTGRES_PASSWORD}@127.0.0.1:notaport/db")[..];
+    let good_postgres = &postgres_url(free_port())[..];
+    let conninfo = &format!("host=127.0.0.1 password={POSTGRES_PASSWORD} port=x")[..];
+    // Each: a name, the environment, the flags, what the error says.
+    let cases: [(&str, Vec<Variable>, Vec<&str>, &str); 5] = [
+        (
+            "redis-flag",
+            vec![],
+            vec!["--redis-url", bad_redis, "--postgres-url", good_postgres],
+            "--redis-url redis://orders:****@127.0.0.1:notaport/",
+        ),
+        (
+            "redis-env",
+            vec![
+                ("SECKILL_REDIS_URL", bad_redis),
+                ("SECKILL_POSTGRES_URL", good_postgres),
+            ],
+            vec![],
+            "SECKILL_REDIS_URL redis://orders:****@127.0.0.1:notaport/",
+        ),
+        (
+            "redis-unencoded",
+            vec![("SECKILL_REDIS_URL", unencoded)],
+            vec!["--postgres-url", good_postgres],
+            "SECKILL_REDIS_URL redis://:****@127.0.0.1:6379/",
+        ),
+        (
+            "postgres-flag",
+            vec![],
+            vec!["--postgres-url", bad_postgres],
+            "--postgres-url postgres://bench:****@127.0.0.1:notaport/db",
+        ),
+        (
+            "postgres-conninfo",
+            vec![],
+            vec!["--postgres-url", conninfo],
+            "host=127.0.0.1 password=**** port=x",
+        ),
+    ];
+    for (name, env, args, said) in cases {
+        let mut run = Run::start(dir.path(), name, &env, &args);
+        assert_eq!(
+            run.exit_status().code(),
+            Some(2),
+            "{name}: {}",
+            run.output()
+        );
+        assert!(run.output().contains(said), "{name}: {}", run.output());
+        run.assert_shows_no_password();
+    }
+}
+
+#[test]
+fn stream_flags_replace_the_streams_of_the_environment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nowhere = format!("redis://127.0.0.1:{}/", free_port());
+    let run = Run::start(
+        dir.path(),
+        "streams",
+        &[
+            ("SECKILL_STREAMS", "from-the-environment"),
+            ("SECKILL_REDIS_URL", &nowhere),
+            ("SECKILL_POSTGRES_URL", "host=127.0.0.1 port=1"),
+        ],
+        &[],
+    );
+    // `Run` gives it `--stream` STREAM.
+    run.wait_for(&format!("consuming {STREAM} on"));
+    assert!(
+        !run.output().contains("from-the-environment"),
+        "{}",
+        run.output()
+    );
 }

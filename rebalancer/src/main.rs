@@ -8,12 +8,19 @@
 //!     [--low 10] [--interval-ms 100] [--lease-ms 2000] [--name host-1]
 //! ```
 //!
+//! Every flag can come from the environment instead (`SECKILL_REDIS_URL`,
+//! `SECKILL_ITEMS`, ...: see `USAGE`), so that no password needs to be in
+//! its arguments; a flag given wins. A URL is only ever shown without its
+//! password.
+//!
 //! Each round, for each item:
-//! 1. it finishes every transfer a part gave out and did not settle
-//!    (`SECKILL.TRANSFERS`): `ADD destination units ID transfer_id` (a
-//!    replay if it had arrived), then `SETTLE` at the source. So a mover
-//!    killed anywhere, even with SIGKILL, is finished by the next round of
-//!    any mover, from what the parts themselves hold;
+//! 1. it finishes every transfer a part gave out to another part of the
+//!    same item and did not settle (`SECKILL.TRANSFERS`): `ADD destination
+//!    units ID transfer_id` (a replay if it had arrived), then `SETTLE` at
+//!    the source. So a mover killed anywhere, even with SIGKILL, is
+//!    finished by the next round of any mover, from what the parts
+//!    themselves hold. A transfer to any other key is not its own to
+//!    finish: it is reported and left open (see `foreign`);
 //! 2. it reads each part's stock and makes the moves `plan::moves` picks:
 //!    `TAKE` (up to the units asked, once per transfer id), `ADD ... ID`
 //!    with the units taken, `SETTLE`.
@@ -37,8 +44,8 @@ mod plan;
 use plan::{moves, transfer_id, Watermarks};
 use redis::cluster::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Connection, ConnectionLike};
-use seckill_client::{SeckillCommands, SettleOutcome};
+use redis::{Connection, ConnectionLike, IntoConnectionInfo};
+use seckill_client::{mask_password, SeckillCommands, SettleOutcome};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -57,15 +64,37 @@ struct Config {
     wait_timeout: Duration,
 }
 
-const USAGE: &str = "usage: seckill-rebalancer --redis URL [--cluster] --item PART,PART[,...] \
-[--item ...] [--low UNITS] [--interval-ms MS] [--lease-ms MS] [--name NAME] \
-[--wait-replicas N] [--wait-timeout-ms MS]";
+const USAGE: &str = "usage: seckill-rebalancer --redis URL [--cluster] --item PART,PART[,...]
+       [--item ...] [--low UNITS] [--interval-ms MS] [--lease-ms MS] [--name NAME]
+       [--wait-replicas N] [--wait-timeout-ms MS]
+
+Every flag can come from the environment instead, and a flag given wins:
+  SECKILL_REDIS_URL, SECKILL_CLUSTER (1 or 0), SECKILL_ITEMS (items apart by
+  spaces, the parts of an item by commas), SECKILL_LOW, SECKILL_INTERVAL_MS,
+  SECKILL_LEASE_MS, SECKILL_NAME, SECKILL_WAIT_REPLICAS, SECKILL_WAIT_TIMEOUT_MS.
+A URL with a password belongs in the environment: every user of the host
+can read a process's flags.";
+
+/// Each setting's environment variable, by the flag it stands for.
+const ENVIRONMENT: [(&str, &str); 9] = [
+    ("--redis", "SECKILL_REDIS_URL"),
+    ("--cluster", "SECKILL_CLUSTER"),
+    ("--item", "SECKILL_ITEMS"),
+    ("--low", "SECKILL_LOW"),
+    ("--interval-ms", "SECKILL_INTERVAL_MS"),
+    ("--lease-ms", "SECKILL_LEASE_MS"),
+    ("--name", "SECKILL_NAME"),
+    ("--wait-replicas", "SECKILL_WAIT_REPLICAS"),
+    ("--wait-timeout-ms", "SECKILL_WAIT_TIMEOUT_MS"),
+];
 
 /// The longest destination a TAKE records, as the module bounds it.
 const MAX_PART_NAME: usize = 255;
 
 impl Config {
-    fn from_args() -> Result<Config, String> {
+    /// The settings from the environment, then from the flags, which
+    /// override them (`--item` flags replace `SECKILL_ITEMS` as a whole).
+    fn from_env_and_args() -> Result<Config, String> {
         let mut config = Config {
             redis: String::new(),
             cluster: false,
@@ -77,6 +106,35 @@ impl Config {
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(1_000),
         };
+        // Where the Redis URL came from, for an error about it.
+        let mut redis_from = "--redis";
+        for (flag, variable) in ENVIRONMENT {
+            let Some(value) = std::env::var(variable)
+                .ok()
+                .filter(|value| !value.is_empty())
+            else {
+                continue;
+            };
+            match flag {
+                "--cluster" => {
+                    config.cluster = match value.as_str() {
+                        "1" | "true" | "yes" | "on" => true,
+                        "0" | "false" | "no" | "off" => false,
+                        _ => return Err(format!("{variable} is 1 or 0, not {value:?}")),
+                    }
+                }
+                "--item" => {
+                    for item in value.split_whitespace() {
+                        config.set(flag, variable, item.to_owned())?;
+                    }
+                }
+                _ => config.set(flag, variable, value)?,
+            }
+            if flag == "--redis" {
+                redis_from = variable;
+            }
+        }
+        let mut items_from_flags = false;
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             if flag == "--cluster" {
@@ -84,49 +142,75 @@ impl Config {
                 continue;
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            let number = |value: &str| -> Result<u64, String> {
-                value
-                    .parse()
-                    .map_err(|_| format!("{flag} takes a number, not {value:?}"))
-            };
-            match flag.as_str() {
-                "--redis" => config.redis = value,
-                "--item" => {
-                    let parts: Vec<String> = value.split(',').map(str::to_owned).collect();
-                    if parts.len() < 2 || parts.iter().any(String::is_empty) {
-                        return Err(format!("--item needs two part keys or more: {value:?}"));
-                    }
-                    if parts.iter().any(|part| part.len() > MAX_PART_NAME) {
-                        return Err(format!(
-                            "--item: part names are at most {MAX_PART_NAME} bytes (a TAKE's destination)"
-                        ));
-                    }
-                    let distinct: HashSet<&String> = parts.iter().collect();
-                    if distinct.len() != parts.len() {
-                        return Err(format!("--item names a part twice: {value:?}"));
-                    }
-                    config.items.push(parts);
-                }
-                "--wait-replicas" => config.wait_replicas = number(&value)?,
-                "--wait-timeout-ms" => {
-                    config.wait_timeout = Duration::from_millis(number(&value)?.max(1))
-                }
-                "--low" => config.marks.low = number(&value)? as i64,
-                "--interval-ms" => config.interval = Duration::from_millis(number(&value)?.max(1)),
-                "--lease-ms" => config.lease = Duration::from_millis(number(&value)?.max(100)),
-                "--name" => config.name = value,
-                _ => return Err(format!("unknown option {flag}")),
+            if flag == "--item" && !items_from_flags {
+                items_from_flags = true;
+                config.items.clear();
             }
+            if flag == "--redis" {
+                redis_from = "--redis";
+            }
+            config.set(&flag, &flag, value)?;
         }
         if config.redis.is_empty() || config.items.is_empty() {
-            return Err("--redis and at least one --item are required".into());
+            return Err(
+                "a Redis URL (--redis, SECKILL_REDIS_URL) and at least one item \
+                 (--item, SECKILL_ITEMS) are required"
+                    .into(),
+            );
+        }
+        // A URL that does not parse is a configuration error, shown
+        // without its password.
+        if let Err(err) = config.redis.as_str().into_connection_info() {
+            return Err(format!(
+                "{redis_from} {}: {err}",
+                mask_password(&config.redis)
+            ));
         }
         Ok(config)
+    }
+
+    /// Applies one setting, `flag` given as `name` (the flag itself, or its
+    /// environment variable).
+    fn set(&mut self, flag: &str, name: &str, value: String) -> Result<(), String> {
+        let number = |value: &str| -> Result<u64, String> {
+            value
+                .parse()
+                .map_err(|_| format!("{name} takes a number, not {value:?}"))
+        };
+        match flag {
+            "--redis" => self.redis = value,
+            "--item" => {
+                let parts: Vec<String> = value.split(',').map(str::to_owned).collect();
+                if parts.len() < 2 || parts.iter().any(String::is_empty) {
+                    return Err(format!("{name} needs two part keys or more: {value:?}"));
+                }
+                if parts.iter().any(|part| part.len() > MAX_PART_NAME) {
+                    return Err(format!(
+                        "{name}: part names are at most {MAX_PART_NAME} bytes (a TAKE's destination)"
+                    ));
+                }
+                let distinct: HashSet<&String> = parts.iter().collect();
+                if distinct.len() != parts.len() {
+                    return Err(format!("{name} names a part twice: {value:?}"));
+                }
+                self.items.push(parts);
+            }
+            "--wait-replicas" => self.wait_replicas = number(&value)?,
+            "--wait-timeout-ms" => {
+                self.wait_timeout = Duration::from_millis(number(&value)?.max(1))
+            }
+            "--low" => self.marks.low = number(&value)? as i64,
+            "--interval-ms" => self.interval = Duration::from_millis(number(&value)?.max(1)),
+            "--lease-ms" => self.lease = Duration::from_millis(number(&value)?.max(100)),
+            "--name" => self.name = value,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+        Ok(())
     }
 }
 
 fn main() {
-    let config = match Config::from_args() {
+    let config = match Config::from_env_and_args() {
         Ok(config) => config,
         Err(problem) => {
             eprintln!("configuration error: {problem}\n{USAGE}");
@@ -141,9 +225,11 @@ fn main() {
         }
     }
     eprintln!(
-        "seckill-rebalancer {}: {} item(s), low watermark {}",
+        "seckill-rebalancer {}: {} item(s) on {}{}, low watermark {}",
         config.name,
         config.items.len(),
+        mask_password(&config.redis),
+        if config.cluster { " (cluster)" } else { "" },
         config.marks.low
     );
     let mut mover = Mover {
@@ -160,7 +246,10 @@ fn main() {
             Ok(()) => break,
             Err(err) => {
                 if !outage {
-                    eprintln!("seckill-rebalancer: Redis unavailable, retrying: {err}");
+                    eprintln!(
+                        "seckill-rebalancer: Redis at {} unavailable, retrying: {err}",
+                        mask_password(&config.redis)
+                    );
                     outage = true;
                 }
                 sleep(Duration::from_millis(200));
@@ -308,12 +397,14 @@ fn balance<C: Acknowledged>(
     mover: &mut Mover,
     parts: &[String],
 ) -> seckill_client::Result<()> {
-    // A part whose transfers could not all be finished gives nothing more
-    // this round: with --wait-replicas and no replica to acknowledge, every
-    // round would otherwise take again and leave the units in transfer.
+    // A part whose own transfers (to the other parts of the item) could not
+    // all be finished gives nothing more this round: with --wait-replicas
+    // and no replica to acknowledge, every round would otherwise take again
+    // and leave the units in transfer. Transfers to anything else do not
+    // hold it back (see `foreign`).
     let mut blocked = Vec::new();
     for (index, source) in parts.iter().enumerate() {
-        if !finish_open_transfers(con, mover, source)? {
+        if !finish_open_transfers(con, mover, parts, source)? {
             blocked.push(index);
         }
     }
@@ -399,9 +490,13 @@ fn deliver<C: Acknowledged>(
     Ok(true)
 }
 
+/// Finishes the transfers `source` gave out to the other parts of its
+/// item; true if none of those is left open. A transfer to anything else
+/// is reported and left alone (see `foreign`).
 fn finish_open_transfers<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
+    parts: &[String],
     source: &str,
 ) -> seckill_client::Result<bool> {
     let open = match con.seckill_transfers(source) {
@@ -414,22 +509,54 @@ fn finish_open_transfers<C: Acknowledged>(
     };
     let mut all_closed = true;
     for transfer in open {
-        let Some(to) = transfer.destination else {
-            mover.report(format!(
-                "transfer {} of {source} names no destination; left open",
-                transfer.transfer_id
-            ));
-            all_closed = false;
-            continue;
+        let id = &transfer.transfer_id;
+        let to = match transfer.destination {
+            Some(to) if parts.contains(&to) => to,
+            destination => {
+                foreign(mover, parts, source, id, transfer.units, destination);
+                continue;
+            }
         };
-        all_closed &= deliver(
-            con,
-            mover,
-            source,
-            &to,
-            &transfer.transfer_id,
-            transfer.units,
-        )?;
+        all_closed &= deliver(con, mover, source, &to, id, transfer.units)?;
     }
     Ok(all_closed)
+}
+
+/// A transfer of `source` that this rebalancer did not make: its
+/// destination is not a part of the item, or it names none. `TO` is only
+/// what the taker wrote: the module checks no right on it and never writes
+/// it, so anyone allowed to `TAKE` from a part could name any key there,
+/// and this rebalancer, which may write every key, would add the units to
+/// a key the taker may not touch. Whether such units should go there is
+/// for someone allowed to write the destination to decide, with
+/// `SECKILL.ADD destination units ID transfer_id` and then `SETTLE`: it is
+/// reported, once, and left open.
+///
+/// Nor does it keep the part from giving, unlike a transfer of this
+/// rebalancer's own left open. Those hold a part back because a move still
+/// waiting (for a replica, say) would otherwise be followed by a new one
+/// every round, each taking more units into transfer; a foreign transfer
+/// is never retried here, its units are out of the stock already and no
+/// move counts on them, so the part's remaining stock moves as usual. Held
+/// back, a single `TAKE ... TO` on a part by anyone allowed to take from
+/// it would stop this rebalancer from ever moving that part's stock.
+fn foreign(
+    mover: &mut Mover,
+    parts: &[String],
+    source: &str,
+    id: &str,
+    units: i64,
+    destination: Option<String>,
+) {
+    let item = parts.join(",");
+    mover.report(match destination {
+        Some(to) => format!(
+            "transfer {id} of {units} unit(s) from {source} to {to} is left open: \
+             {to} is not a part of item {item}, so this rebalancer does not complete it \
+             (someone allowed to write {to} may)"
+        ),
+        None => format!(
+            "transfer {id} of {units} unit(s) from {source} names no destination; left open"
+        ),
+    });
 }

@@ -1,13 +1,38 @@
 //! The rebalancer against parts that misbehave: one item it cannot move
 //! does not stop the others, a part created again under the same name is
-//! refilled without losing units, and bad settings are refused.
+//! refilled without losing units, a transfer someone else pointed outside
+//! the item is left alone, and bad settings are refused. Its settings come
+//! from the environment as well as from flags, and no password it is given
+//! ever shows in its output.
 
 use seckill_client::{Deduct, Init, SeckillCommands};
-use seckill_harness::{ok, wait_until, Server};
-use std::process::{Child, Command, Stdio};
+use seckill_harness::{free_port, ok, wait_until, Server};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-struct Rebalancer(Child);
+/// The rebalancer's own environment variables: cleared for every run, so
+/// that only what a test sets counts.
+const REBALANCER_ENV: [&str; 9] = [
+    "SECKILL_REDIS_URL",
+    "SECKILL_CLUSTER",
+    "SECKILL_ITEMS",
+    "SECKILL_LOW",
+    "SECKILL_INTERVAL_MS",
+    "SECKILL_LEASE_MS",
+    "SECKILL_NAME",
+    "SECKILL_WAIT_REPLICAS",
+    "SECKILL_WAIT_TIMEOUT_MS",
+];
+
+/// A rebalancer process, its stdout and stderr in one file; killed when
+/// dropped.
+struct Rebalancer {
+    child: Child,
+    output: PathBuf,
+}
 
 impl Rebalancer {
     fn start(server: &Server, items: &[&str]) -> Rebalancer {
@@ -15,32 +40,81 @@ impl Rebalancer {
     }
 
     fn start_with(server: &Server, items: &[&str], extra: &[&str]) -> Rebalancer {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"));
-        command.args([
-            "--redis",
-            &server.url(),
-            "--low",
-            "5",
-            "--interval-ms",
-            "20",
-        ]);
-        command.args(extra);
+        let mut args = vec![
+            "--redis".to_owned(),
+            server.url(),
+            "--low".to_owned(),
+            "5".to_owned(),
+            "--interval-ms".to_owned(),
+            "20".to_owned(),
+        ];
+        args.extend(extra.iter().map(|arg| arg.to_string()));
         for item in items {
-            command.args(["--item", item]);
+            args.extend(["--item".to_owned(), item.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Rebalancer::run(server.dir(), &[], &args)
+    }
+
+    /// Starts one with exactly `env` (of its own variables) and `args`,
+    /// its output in a new file in `dir`.
+    fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Rebalancer {
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let output = dir.join(format!(
+            "rebalancer-{}.out",
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = fs::File::create(&output).expect("create the output file");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"));
+        for var in REBALANCER_ENV {
+            command.env_remove(var);
         }
         let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .envs(env.iter().copied())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("clone the output file"))
+            .stderr(file)
             .spawn()
             .expect("start seckill-rebalancer");
-        Rebalancer(child)
+        Rebalancer { child, output }
+    }
+
+    fn output(&self) -> String {
+        fs::read_to_string(&self.output).unwrap_or_default()
+    }
+
+    /// Waits until the output says `what`.
+    fn wait_for(&self, what: &str) {
+        wait_until(
+            &format!("the output to say {what:?}"),
+            Duration::from_secs(20),
+            || self.output().contains(what),
+        );
+    }
+
+    /// Waits for it to exit by itself.
+    fn exit_status(&mut self) -> ExitStatus {
+        let mut status = None;
+        wait_until(
+            "seckill-rebalancer to exit",
+            Duration::from_secs(20),
+            || {
+                status = self.child.try_wait().expect("poll seckill-rebalancer");
+                status.is_some()
+            },
+        );
+        status.expect("an exit status")
     }
 }
 
 impl Drop for Rebalancer {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- seckill-rebalancer output ---\n{}", self.output());
+        }
     }
 }
 
@@ -120,33 +194,266 @@ fn a_move_waiting_for_a_replica_is_not_taken_again_every_round() {
     assert_eq!((stock(&mut con, "w:0"), stock(&mut con, "w:1")), (50, 0));
 }
 
+/// An environment variable and its value.
+type Variable<'a> = (&'a str, &'a str);
+
 #[test]
 fn bad_settings_are_refused_with_exit_status_2() {
-    for args in [
-        &["--item", "a,b"][..],
-        &["--redis", "redis://127.0.0.1:1/", "--item", "a"],
-        &["--redis", "redis://127.0.0.1:1/", "--item", "a,b,a"],
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = "redis://127.0.0.1:1/";
+    let long_part = format!("a,{}", "x".repeat(256));
+    let cases: [(&[Variable], &[&str]); 12] = [
+        (&[], &["--item", "a,b"]),
+        (&[], &["--redis", url, "--item", "a"]),
+        (&[], &["--redis", url, "--item", "a,b,a"]),
+        (&[], &["--redis", url, "--item", &long_part]),
+        (&[], &["--redis", url, "--item", "a,b", "--low", "many"]),
+        (&[], &["--redis", url, "--item", "a,b", "--what"]),
+        // A URL that does not parse is refused at once, not retried.
+        (
+            &[],
+            &["--redis", "redis://127.0.0.1:notaport/", "--item", "a,b"],
+        ),
+        // The same mistakes in the environment.
+        (
+            &[("SECKILL_REDIS_URL", "redis://127.0.0.1:notaport/")],
+            &["--item", "a,b"],
+        ),
+        (&[("SECKILL_ITEMS", "a,b c")], &["--redis", url]),
+        (
+            &[("SECKILL_LOW", "many")],
+            &["--redis", url, "--item", "a,b"],
+        ),
+        (
+            &[("SECKILL_CLUSTER", "maybe")],
+            &["--redis", url, "--item", "a,b"],
+        ),
+        (&[("SECKILL_REDIS_URL", url)], &[]),
+    ];
+    for (env, args) in cases {
+        let mut rebalancer = Rebalancer::run(dir.path(), env, args);
+        let status = rebalancer.exit_status();
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "{env:?} {args:?}: {}",
+            rebalancer.output()
+        );
+        assert!(
+            rebalancer.output().contains("configuration error"),
+            "{env:?} {args:?}: {}",
+            rebalancer.output()
+        );
+    }
+}
+
+/// A server whose user `mover` has a password (the default user has none,
+/// so that the test itself connects without one).
+fn server_with_a_password(password: &str) -> Server {
+    Server::start_with(&[
+        "--user",
+        "mover",
+        "on",
+        &format!(">{password}"),
+        "~*",
+        "+@all",
+    ])
+}
+
+#[test]
+fn every_setting_can_come_from_the_environment_alone() {
+    const PASSWORD: &str = "rebalancer-env-s3cret";
+    let server = server_with_a_password(PASSWORD);
+    let mut con = server.client();
+    con.seckill_init(&Init::new("env:a:0", 100)).unwrap();
+    con.seckill_init(&Init::new("env:a:1", 0)).unwrap();
+    // Refilled only with a low watermark of 20 or more (the default is 10).
+    con.seckill_init(&Init::new("env:b:0", 100)).unwrap();
+    con.seckill_init(&Init::new("env:b:1", 20)).unwrap();
+    let url = format!("redis://mover:{PASSWORD}@127.0.0.1:{}/", server.port);
+    let rebalancer = Rebalancer::run(
+        server.dir(),
         &[
-            "--redis",
-            "redis://127.0.0.1:1/",
-            "--item",
-            &format!("a,{}", "x".repeat(256)),
+            ("SECKILL_REDIS_URL", &url),
+            ("SECKILL_CLUSTER", "0"),
+            ("SECKILL_ITEMS", "env:a:0,env:a:1 env:b:0,env:b:1"),
+            ("SECKILL_LOW", "30"),
+            ("SECKILL_INTERVAL_MS", "20"),
+            ("SECKILL_LEASE_MS", "600000"),
+            ("SECKILL_NAME", "from-the-environment"),
+            ("SECKILL_WAIT_REPLICAS", "0"),
+            ("SECKILL_WAIT_TIMEOUT_MS", "5"),
+        ],
+        &[],
+    );
+    wait_until("both items to be balanced", Duration::from_secs(20), || {
+        stock(&mut con, "env:a:1") == 50 && stock(&mut con, "env:b:1") == 60
+    });
+    assert_eq!(stock(&mut con, "env:a:0"), 50);
+    assert_eq!(stock(&mut con, "env:b:0"), 60);
+    // Its lease, under its name, for as long as it was told.
+    let lease = "seckill-rebalancer:lease:env:a:0,env:a:1";
+    let holder: String = ok(&mut con, &["GET", lease]);
+    assert_eq!(holder, "from-the-environment");
+    let ttl: i64 = ok(&mut con, &["PTTL", lease]);
+    assert!(ttl > 2_000, "a lease of {ttl} ms left");
+    rebalancer.wait_for("mover:****@");
+    assert!(
+        !rebalancer.output().contains(PASSWORD),
+        "{}",
+        rebalancer.output()
+    );
+}
+
+#[test]
+fn a_flag_overrides_its_environment_variable() {
+    let server = Server::start();
+    let mut con = server.client();
+    con.seckill_init(&Init::new("flag:0", 100)).unwrap();
+    con.seckill_init(&Init::new("flag:1", 0)).unwrap();
+    let nowhere = format!("redis://127.0.0.1:{}/", free_port());
+    let url = server.url();
+    let _rebalancer = Rebalancer::run(
+        server.dir(),
+        &[
+            ("SECKILL_REDIS_URL", &nowhere),
+            ("SECKILL_ITEMS", "env:0,env:1"),
+            ("SECKILL_NAME", "from-the-environment"),
+            ("SECKILL_LOW", "0"),
         ],
         &[
             "--redis",
-            "redis://127.0.0.1:1/",
+            &url,
             "--item",
-            "a,b",
+            "flag:0,flag:1",
+            "--name",
+            "from-a-flag",
             "--low",
-            "many",
+            "5",
+            "--interval-ms",
+            "20",
         ],
-        &["--redis", "redis://127.0.0.1:1/", "--item", "a,b", "--what"],
+    );
+    wait_until("the move", Duration::from_secs(20), || {
+        stock(&mut con, "flag:1") == 50
+    });
+    let holder: String = ok(&mut con, &["GET", "seckill-rebalancer:lease:flag:0,flag:1"]);
+    assert_eq!(holder, "from-a-flag");
+    // --item replaces SECKILL_ITEMS: the item from the environment was
+    // never looked at (its lease is taken before the other item's moves).
+    let leased: i64 = ok(
+        &mut con,
+        &["EXISTS", "seckill-rebalancer:lease:env:0,env:1"],
+    );
+    assert_eq!(leased, 0);
+}
+
+#[test]
+fn no_output_shows_the_redis_password_in_a_normal_run_or_any_failure() {
+    const PASSWORD: &str = "rebalancer-s3cret";
+    const WRONG: &str = "WRONG-rebalancer-pass";
+    let server = server_with_a_password(PASSWORD);
+    let mut con = server.client();
+    con.seckill_init(&Init::new("pw:0", 100)).unwrap();
+    con.seckill_init(&Init::new("pw:1", 0)).unwrap();
+    let url = |port: u16, password: &str| format!("redis://mover:{password}@127.0.0.1:{port}/");
+    let assert_no_password = |what: &str, rebalancer: &Rebalancer| {
+        let output = rebalancer.output();
+        for password in [PASSWORD, WRONG] {
+            assert!(
+                !output.contains(password),
+                "{what}: a password is shown:\n{output}"
+            );
+        }
+    };
+    let flags = ["--item", "pw:0,pw:1", "--low", "5", "--interval-ms", "20"];
+
+    let normal = Rebalancer::run(
+        server.dir(),
+        &[("SECKILL_REDIS_URL", &url(server.port, PASSWORD))],
+        &flags,
+    );
+    wait_until("the move", Duration::from_secs(20), || {
+        stock(&mut con, "pw:1") == 50
+    });
+    normal.wait_for("mover:****@");
+    assert_no_password("a normal run", &normal);
+    drop(normal);
+
+    let wrong = Rebalancer::run(
+        server.dir(),
+        &[("SECKILL_REDIS_URL", &url(server.port, WRONG))],
+        &flags,
+    );
+    wrong.wait_for("authentication failed");
+    assert_no_password("a wrong password", &wrong);
+
+    let mut args = vec!["--redis".to_owned(), url(free_port(), PASSWORD)];
+    args.extend(flags.iter().map(|flag| flag.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let down = Rebalancer::run(server.dir(), &[], &args);
+    down.wait_for("unavailable, retrying");
+    down.wait_for("mover:****@");
+    assert_no_password("a server that is down", &down);
+
+    let unparsable = format!("redis://mover:{PASSWORD}@127.0.0.1:notaport/");
+    for (env, args) in [
+        (vec![("SECKILL_REDIS_URL", unparsable.as_str())], vec![]),
+        (vec![], vec!["--redis", unparsable.as_str()]),
     ] {
-        let status = Command::new(env!("CARGO_BIN_EXE_seckill-rebalancer"))
-            .args(args)
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(2), "{args:?}");
+        let args: Vec<&str> = args.into_iter().chain(flags).collect();
+        let mut bad = Rebalancer::run(server.dir(), &env, &args);
+        assert_eq!(bad.exit_status().code(), Some(2), "{}", bad.output());
+        bad.wait_for("redis://mover:****@127.0.0.1:notaport/");
+        assert_no_password("a URL that does not parse", &bad);
+    }
+}
+
+/// Someone allowed to take from a part (the module checks no right on a
+/// TAKE's TO) points a transfer at a key outside the item. The rebalancer,
+/// which may write every key, must not finish it on their behalf; and the
+/// part still gives what it has left to the rest of its item.
+#[test]
+fn a_transfer_to_a_key_outside_the_item_is_left_open_and_reported() {
+    let server = Server::start_with(&["--user", "app", "on", ">app-pass", "~sku:*", "+@all"]);
+    let mut con = server.client();
+    con.seckill_init(&Init::new("sku:rb:0", 100)).unwrap();
+    con.seckill_init(&Init::new("sku:rb:1", 0)).unwrap();
+    con.seckill_init(&Init::new("other:victim", 0)).unwrap();
+    let mut app = redis::Client::open(format!("redis://app:app-pass@127.0.0.1:{}/", server.port))
+        .and_then(|client| client.get_connection())
+        .expect("connect as app");
+    let taken = app
+        .seckill_take("sku:rb:0", 40, "t1", Some("other:victim"))
+        .unwrap();
+    assert_eq!(taken, Some(40));
+    assert!(
+        app.seckill_add_transfer("other:victim", 40, "t1").is_err(),
+        "app may not write other:victim"
+    );
+
+    let rebalancer = Rebalancer::start(&server, &["sku:rb:0,sku:rb:1"]);
+    // The rest of sku:rb:0's stock still moves: half of 60.
+    wait_until("the move to sku:rb:1", Duration::from_secs(20), || {
+        stock(&mut con, "sku:rb:1") == 30
+    });
+    assert_eq!(stock(&mut con, "sku:rb:0"), 30);
+    // Each round looks at the open transfers before it moves: the one to
+    // other:victim was seen, and left alone.
+    assert_eq!(stock(&mut con, "other:victim"), 0);
+    let open = con.seckill_transfers("sku:rb:0").unwrap().unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].transfer_id, "t1");
+    assert_eq!(open[0].units, 40);
+    assert_eq!(open[0].destination.as_deref(), Some("other:victim"));
+    rebalancer.wait_for("transfer t1 ");
+    let output = rebalancer.output();
+    let said: Vec<&str> = output
+        .lines()
+        .filter(|line| line.contains("transfer t1 "))
+        .collect();
+    assert_eq!(said.len(), 1, "said once:\n{output}");
+    for name in ["sku:rb:0", "other:victim", "left open"] {
+        assert!(said[0].contains(name), "{}", said[0]);
     }
 }

@@ -27,11 +27,14 @@
 
 pub mod command;
 mod error;
+mod mask;
 pub mod reply;
 pub mod split;
 
 pub use command::{Confirm, Deduct, Durably, Expiry, Init, Refund, Stock, Waitable};
 pub use error::{Error, ErrorKind, Result, SeckillError};
+/// For programs that log the URL they connect to.
+pub use mask::mask_password;
 pub use reply::{
     ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, Outcome, SettleOutcome,
     Transfer, UNLIMITED_STOCK,
