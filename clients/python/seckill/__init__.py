@@ -2,12 +2,13 @@
 
 ``Seckill(r)`` wraps a ``redis.Redis``, a ``redis.RedisCluster`` or a pipeline of either; the
 asyncio twin is ``seckill.asyncio.Seckill``. Every SECKILL.* command is a method that returns a
-typed value and raises a typed ``SeckillError`` subclass.
+typed value and raises a typed ``SeckillError`` subclass. ``deduct``, ``confirm`` and ``refund``
+take ``wait_replicas=`` to learn, in the same round trip, how many replicas have the write.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import redis
 import redis.asyncio
@@ -19,6 +20,7 @@ from redis.exceptions import ResponseError
 from . import commands
 from .commands import Key
 from .errors import (
+    ConnectionLostError,
     ErrorKind,
     InvalidArgumentError,
     ItemFullError,
@@ -26,16 +28,18 @@ from .errors import (
     OrderStreamError,
     RequestIdConflictError,
     SeckillError,
+    UnavailableError,
     WrongTypeError,
-    typed_error,
+    raise_typed,
 )
 from .pipelines import QueuedCommands
-from .replies import register_response_callbacks
+from .replies import durable_result, register_response_callbacks
 from .values import (
     UNLIMITED,
     UNLIMITED_STOCK,
     ConfirmOutcome,
     DeductResult,
+    Durable,
     Hold,
     ItemInfo,
     Outcome,
@@ -51,6 +55,7 @@ __all__ = [
     "ConfirmOutcome",
     "SettleOutcome",
     "DeductResult",
+    "Durable",
     "Hold",
     "Transfer",
     "ItemInfo",
@@ -64,6 +69,8 @@ __all__ = [
     "WrongTypeError",
     "NoPermissionError",
     "InvalidArgumentError",
+    "UnavailableError",
+    "ConnectionLostError",
 ]
 
 _PIPELINES = (redis.client.Pipeline, redis.cluster.ClusterPipeline)
@@ -85,6 +92,11 @@ class Seckill:
     with ``Seckill.execute()`` to get the typed values and typed errors in order (the pipeline's
     own ``execute()`` gives the same typed values, but redis-py leaves error replies as plain
     ``ResponseError`` there).
+
+    ``deduct``, ``confirm`` and ``refund`` take ``wait_replicas`` (and ``wait_timeout_ms``, 1000 by
+    default): the command and a ``WAIT`` go in one plain pipeline, on one connection, and the
+    call returns a ``Durable``. A wait needs a standalone client (``redis.Redis``, Sentinel's
+    included): a pipeline or a ``redis.RedisCluster`` refuses it with a TypeError.
     """
 
     def __init__(self, client: Any) -> None:
@@ -111,14 +123,37 @@ class Seckill:
             queued.before_queue(length)
         try:
             reply = self._client.execute_command(*args)
-        except ResponseError as error:
-            typed = typed_error(error)
-            if typed is None:
-                raise
-            raise typed from None
+        except (ResponseError, redis.ConnectionError) as error:
+            raise_typed(error)
+            raise
         if queued is not None:
             queued.after_queue(length, len(self._client))
         return reply
+
+    def _write(self, args: tuple[Any, ...], wait_replicas: int | None, wait_timeout_ms: int) -> Any:
+        """A write, followed by ``WAIT`` on the same connection when ``wait_replicas`` is given."""
+        if wait_replicas is None:
+            return self._call(args)
+        wait = commands.wait(wait_replicas, wait_timeout_ms)
+        if self._queued is not None:
+            raise TypeError(
+                "wait_replicas needs a client, not a pipeline: a queued write has no reply to wait "
+                "after yet, and WAIT cannot block inside MULTI"
+            )
+        if isinstance(self._client, redis.RedisCluster):
+            raise TypeError(
+                "wait_replicas needs a standalone client: redis-py's cluster client cannot send "
+                "the write and WAIT on one connection to the item's master"
+            )
+        with self._client.pipeline(transaction=False) as pipe:
+            pipe.execute_command(*args)
+            pipe.execute_command(*wait)
+            try:
+                replies = pipe.execute(raise_on_error=False)
+            except redis.ConnectionError as error:
+                raise_typed(error)
+                raise
+        return durable_result(args[0], replies, wait_replicas)
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
@@ -128,7 +163,12 @@ class Seckill:
         if self._queued is None:
             raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
         positions = self._queued.take(len(self._client))
-        results = self._client.execute(raise_on_error=False)
+        try:
+            results = self._client.execute(raise_on_error=False)
+        except redis.ConnectionError as error:
+            if positions:  # the connection failed under SECKILL commands: they are unavailable
+                raise_typed(error)
+            raise
         return QueuedCommands.typed_results(results, positions, raise_on_error)
 
     def init(
@@ -168,6 +208,7 @@ class Seckill:
             )
         )
 
+    @overload
     def deduct(
         self,
         key: Key,
@@ -177,26 +218,83 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
-    ) -> DeductResult:
+        wait_replicas: None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> DeductResult: ...
+
+    @overload
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int,
+        wait_timeout_ms: int = 1000,
+    ) -> Durable[DeductResult]: ...
+
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> DeductResult | Durable[DeductResult]:
         """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units.
 
         A retried ``request_id`` gets the very same result as its first call and changes nothing.
+        With ``wait_replicas``, a ``Durable`` of the result (see ``Seckill``).
         """
-        return self._call(
-            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until)
+        return self._write(
+            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
+            wait_replicas,
+            wait_timeout_ms,
         )
 
-    def confirm(self, key: Key, request_id: Key) -> ConfirmOutcome:
-        """SECKILL.CONFIRM: make a pending hold final."""
-        return self._call(commands.confirm(key, request_id))
+    @overload
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> ConfirmOutcome: ...
+
+    @overload
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Durable[ConfirmOutcome]: ...
+
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> ConfirmOutcome | Durable[ConfirmOutcome]:
+        """SECKILL.CONFIRM: make a pending hold final; with ``wait_replicas``, a ``Durable``."""
+        return self._write(commands.confirm(key, request_id), wait_replicas, wait_timeout_ms)
 
     def release(self, key: Key, *request_ids: Key) -> int | None:
         """SECKILL.RELEASE: let pending holds lapse now; how many were released, None if no item."""
         return self._call(commands.release(key, request_ids))
 
-    def refund(self, key: Key, request_id: Key) -> int | None:
-        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
-        return self._call(commands.refund(key, request_id))
+    @overload
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> int | None: ...
+
+    @overload
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Durable[int | None]: ...
+
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> int | None | Durable[int | None]:
+        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item;
+        with ``wait_replicas``, a ``Durable`` of that."""
+        return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> int | None:
         """SECKILL.ADD: the new stock, None if no item.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import redis
 import redis.asyncio
@@ -19,11 +19,11 @@ from redis.exceptions import ResponseError
 
 from . import commands
 from .commands import Key
-from .errors import typed_error
+from .errors import raise_typed
 from .pipelines import QueuedCommands
-from .replies import register_response_callbacks
+from .replies import durable_result, register_response_callbacks
 from .split import _parts, named, part_index, split_stock, sum_stock
-from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo, SettleOutcome, Transfer
+from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, SettleOutcome, Transfer
 
 __all__ = ["Seckill", "SplitItem"]
 
@@ -34,11 +34,21 @@ _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio
 async def _typed_errors(reply: Awaitable[Any]) -> Any:
     try:
         return await reply
-    except ResponseError as error:
-        typed = typed_error(error)
-        if typed is None:
+    except (ResponseError, redis.ConnectionError) as error:
+        raise_typed(error)
+        raise
+
+
+async def _write_and_wait(client: Any, args: tuple[Any, ...], wait: tuple[Any, ...], wanted: int) -> Durable[Any]:
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.execute_command(*args)
+        pipe.execute_command(*wait)
+        try:
+            replies = await pipe.execute(raise_on_error=False)
+        except redis.ConnectionError as error:
+            raise_typed(error)
             raise
-        raise typed from None
+    return durable_result(args[0], replies, wanted)
 
 
 class Seckill:
@@ -46,6 +56,8 @@ class Seckill:
 
     It never opens a connection. Wrapping registers response callbacks for the SECKILL.*
     commands on the client, so redis-py decodes the replies itself (see ``seckill.Seckill``).
+    A wait (``wait_replicas``) needs a standalone ``redis.asyncio.Redis``: on a pipeline or a
+    ``redis.asyncio.RedisCluster`` the method raises a TypeError at once, before any await.
     """
 
     def __init__(self, client: Any) -> None:
@@ -78,6 +90,24 @@ class Seckill:
             return reply
         return _typed_errors(reply)  # run at once: a pipeline watching keys
 
+    def _write(self, args: tuple[Any, ...], wait_replicas: int | None, wait_timeout_ms: int) -> Any:
+        """A write, followed by ``WAIT`` on the same connection when ``wait_replicas`` is given.
+        A wait this client cannot make is refused here, not when awaited."""
+        if wait_replicas is None:
+            return self._call(args)
+        wait = commands.wait(wait_replicas, wait_timeout_ms)
+        if self._queued is not None:
+            raise TypeError(
+                "wait_replicas needs a client, not a pipeline: a queued write has no reply to wait "
+                "after yet, and WAIT cannot block inside MULTI"
+            )
+        if isinstance(self._client, redis.asyncio.RedisCluster):
+            raise TypeError(
+                "wait_replicas needs a standalone client: redis-py's cluster client cannot send "
+                "the write and WAIT on one connection to the item's master"
+            )
+        return _write_and_wait(self._client, args, wait, wait_replicas)
+
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
 
@@ -86,7 +116,12 @@ class Seckill:
         if self._queued is None:
             raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
         positions = self._queued.take(len(self._client))
-        results = await self._client.execute(raise_on_error=False)
+        try:
+            results = await self._client.execute(raise_on_error=False)
+        except redis.ConnectionError as error:
+            if positions:  # the connection failed under SECKILL commands: they are unavailable
+                raise_typed(error)
+            raise
         return QueuedCommands.typed_results(results, positions, raise_on_error)
 
     def init(
@@ -123,6 +158,7 @@ class Seckill:
             )
         )
 
+    @overload
     def deduct(
         self,
         key: Key,
@@ -132,23 +168,80 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
-    ) -> Awaitable[DeductResult]:
-        """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units."""
-        return self._call(
-            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until)
+        wait_replicas: None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[DeductResult]: ...
+
+    @overload
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[Durable[DeductResult]]: ...
+
+    def deduct(
+        self,
+        key: Key,
+        user: Key,
+        qty: int = 1,
+        *,
+        request_id: Key | None = None,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[DeductResult] | Awaitable[Durable[DeductResult]]:
+        """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units;
+        with ``wait_replicas``, a ``Durable`` of the result."""
+        return self._write(
+            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
+            wait_replicas,
+            wait_timeout_ms,
         )
 
-    def confirm(self, key: Key, request_id: Key) -> Awaitable[ConfirmOutcome]:
-        """SECKILL.CONFIRM: make a pending hold final."""
-        return self._call(commands.confirm(key, request_id))
+    @overload
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[ConfirmOutcome]: ...
+
+    @overload
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Awaitable[Durable[ConfirmOutcome]]: ...
+
+    def confirm(
+        self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[ConfirmOutcome] | Awaitable[Durable[ConfirmOutcome]]:
+        """SECKILL.CONFIRM: make a pending hold final; with ``wait_replicas``, a ``Durable``."""
+        return self._write(commands.confirm(key, request_id), wait_replicas, wait_timeout_ms)
 
     def release(self, key: Key, *request_ids: Key) -> Awaitable[int | None]:
         """SECKILL.RELEASE: let pending holds lapse now; how many were released, None if no item."""
         return self._call(commands.release(key, request_ids))
 
-    def refund(self, key: Key, request_id: Key) -> Awaitable[int | None]:
-        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item."""
-        return self._call(commands.refund(key, request_id))
+    @overload
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[int | None]: ...
+
+    @overload
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Awaitable[Durable[int | None]]: ...
+
+    def refund(
+        self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[int | None] | Awaitable[Durable[int | None]]:
+        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item;
+        with ``wait_replicas``, a ``Durable`` of that."""
+        return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.ADD: the new stock, None if no item; with ``transfer_id``, receives moved units once."""

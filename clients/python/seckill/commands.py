@@ -84,6 +84,18 @@ def deduct(
     return tuple(args)
 
 
+def wait(replicas: int, timeout_ms: int) -> Args:
+    """WAIT, sent right after a write on its connection (a client-side check: ``WAIT n 0`` would
+    block for ever, and a negative count would always be met)."""
+    replicas_arg = _number("wait_replicas", replicas)
+    timeout_arg = _number("wait_timeout_ms", timeout_ms)
+    if replicas < 0:
+        raise ValueError(f"wait_replicas must be 0 or more, not {replicas}")
+    if timeout_ms < 1:
+        raise ValueError(f"wait_timeout_ms must be 1 or more (WAIT with 0 blocks for ever), not {timeout_ms}")
+    return ("WAIT", replicas_arg, timeout_arg)
+
+
 def confirm(key: Key, request_id: Key) -> Args:
     return ("SECKILL.CONFIRM", _key("key", key), _key("request_id", request_id))
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .errors import typed_error
-from .values import ConfirmOutcome, DeductResult, Hold, ItemInfo, SettleOutcome, Transfer
+from .errors import raise_typed, typed_error
+from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, SettleOutcome, Transfer
 
-__all__ = ["RESPONSE_CALLBACKS", "register_response_callbacks"]
+__all__ = ["RESPONSE_CALLBACKS", "durable_result", "register_response_callbacks"]
 
 _NO_ITEM = -3
 
@@ -175,3 +175,21 @@ def register_response_callbacks(client: Any) -> None:
         raise TypeError(f"cannot register response callbacks on {type(client).__name__}")
     for command, callback in RESPONSE_CALLBACKS.items():
         setter(command, callback)
+
+
+def durable_result(command: str, replies: Sequence[Any], wanted: int) -> Durable[Any]:
+    """A write's reply and the reply of the ``WAIT wanted ...`` sent after it, as a Durable.
+
+    An error of the write is raised, typed (WAIT's answer then means nothing); an error of WAIT
+    itself (say, an ACL user without it) is raised as redis-py gave it, with a note saying what
+    the write replied, since the write was done.
+    """
+    reply, replicas = replies
+    if isinstance(reply, BaseException):
+        raise_typed(reply)
+        raise reply
+    result = RESPONSE_CALLBACKS[command](reply)
+    if isinstance(replicas, BaseException):
+        replicas.add_note(f"(the WAIT after {command}, which replied {result!r})")
+        raise replicas
+    return Durable(result, int(replicas), int(replicas) >= wanted)

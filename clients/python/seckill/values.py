@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 __all__ = [
     "UNLIMITED",
@@ -16,7 +16,10 @@ __all__ = [
     "Hold",
     "Transfer",
     "ItemInfo",
+    "Durable",
 ]
+
+T = TypeVar("T")
 
 #: The ``UNLIMITED`` keyword of ``SECKILL.INIT``: pass it as ``stock``.
 UNLIMITED: Final = "UNLIMITED"
@@ -143,3 +146,20 @@ class ItemInfo:
     stream_confirmed: bool = True
     """False when the order stream came with a ``RESTORE`` and no user allowed to write it has
     confirmed it yet (or there is no stream); True from a module older than that check."""
+
+
+# Not slots=True: on Python 3.11, Durable[T](...) fails on a frozen generic dataclass with slots.
+@dataclass(frozen=True)
+class Durable(Generic[T]):
+    """The reply of a write sent with ``wait_replicas``, and how many replicas have it.
+
+    ``result`` is what the call returns without a wait; ``replicas`` is the number ``WAIT``
+    answered (the replicas that acknowledged the write within ``wait_timeout_ms``); ``durable``
+    is True when that is at least ``wait_replicas``. When ``durable`` is False the write is done on
+    the master but may be lost in a failover: send the same call again until it is durable
+    (``confirm`` and ``refund`` are idempotent, and so is ``deduct`` with a ``request_id``).
+    """
+
+    result: T
+    replicas: int
+    durable: bool

@@ -37,6 +37,20 @@ def server() -> Iterator[servers.Server]:
         yield started
 
 
+@pytest.fixture
+def replicated() -> Iterator[tuple[servers.Server, servers.Server]]:
+    """A master and its replica, in sync, new for each test: a test may pause, stop or promote them."""
+    with servers.replicated() as pair:
+        yield pair
+
+
+@pytest.fixture
+def master_short_of_replicas() -> Iterator[servers.Server]:
+    """A master started with ``--min-replicas-to-write 1`` and no replica: it refuses every write."""
+    with servers.standalone("--min-replicas-to-write", "1") as started:
+        yield started
+
+
 @pytest.fixture(scope="session")
 def cluster_nodes() -> Iterator[list[servers.Server]]:
     with servers.cluster(3) as nodes:

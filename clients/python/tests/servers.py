@@ -166,14 +166,54 @@ class Server:
 
 
 @contextmanager
-def standalone() -> Iterator[Server]:
+def standalone(*extra: str) -> Iterator[Server]:
+    """One server, started with the ``extra`` arguments (e.g. ``"--min-replicas-to-write", "1"``)."""
     root = Path(tempfile.mkdtemp(prefix="seckill-py-", dir="/tmp"))
-    server = Server(root, "standalone")
+    server = Server(root, "standalone", list(extra))
     try:
         server.start(set())
         yield server
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _replication(server: Server) -> dict[str, object]:
+    with server.client() as client:
+        return dict(client.info("replication"))
+
+
+def _in_sync(master: Server, replica: Server) -> bool:
+    first = _replication(master).get("slave0")
+    return (
+        _replication(replica).get("master_link_status") == "up"
+        and isinstance(first, dict)
+        and first.get("state") == "online"
+    )
+
+
+@contextmanager
+def replicated() -> Iterator[tuple[Server, Server]]:
+    """A master and one replica of it, the replica in sync (its link up, the master counting it
+    online) before they are handed out."""
+    root = Path(tempfile.mkdtemp(prefix="seckill-py-replicated-"))
+    master = Server(root, "master")
+    taken: set[int] = set()
+    try:
+        master.start(taken)
+        replica = Server(root, "replica", ["--replicaof", "127.0.0.1", str(master.port)])
+        try:
+            replica.start(taken)
+            deadline = time.monotonic() + START_TIMEOUT
+            while not _in_sync(master, replica):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the replica did not sync: {_replication(replica)}")
+                time.sleep(0.05)
+            yield master, replica
+        finally:
+            replica.stop()
+    finally:
+        master.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

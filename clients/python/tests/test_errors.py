@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import uuid
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ import redis.asyncio
 
 import seckill.asyncio
 from seckill import (
+    ConnectionLostError,
     ErrorKind,
     InvalidArgumentError,
     NoPermissionError,
@@ -19,9 +21,10 @@ from seckill import (
     RequestIdConflictError,
     Seckill,
     SeckillError,
+    UnavailableError,
     WrongTypeError,
 )
-from seckill.errors import error_kind
+from seckill.errors import error_kind, typed_error
 
 
 def check(error: SeckillError, cls: type[SeckillError], kind: ErrorKind, code: str, message: str) -> None:
@@ -208,9 +211,36 @@ def test_async_errors(server, key: str, acl_user: str, protocol: int) -> None:  
         ("NOPERM", "this user has no permissions", ErrorKind.NO_PERMISSION),
         ("ERR", "syntax error", ErrorKind.INVALID_ARGUMENT),
         ("OOM", "command not allowed when used memory > 'maxmemory'.", None),
-        ("READONLY", "You can't write against a read only replica.", None),
+        ("READONLY", "You can't write against a read only replica.", ErrorKind.UNAVAILABLE),
+        ("NOREPLICAS", "Not enough good replicas to write.", ErrorKind.UNAVAILABLE),
+        ("MASTERDOWN", "Link with MASTER is down and replica-serve-stale-data is set to 'no'.", ErrorKind.UNAVAILABLE),
+        ("LOADING", "Redis is loading the dataset in memory", ErrorKind.UNAVAILABLE),
+        ("MOVED", "3999 127.0.0.1:6381", None),
     ],
 )
 def test_error_kind_rules(code: str, message: str, kind: ErrorKind | None) -> None:
     """The one place that decides a kind (the full-ledger error needs 4 GiB to provoke for real)."""
     assert error_kind(code, message) is kind
+
+
+def test_redis_py_errors_that_mean_unavailable() -> None:
+    """redis-py's own classes for the replies and failures that make a call unavailable (LOADING
+    lasts only while a server loads its data, too briefly to catch here; the tests in
+    test_durable.py provoke the others for real)."""
+    loading = typed_error(redis.exceptions.BusyLoadingError("Redis is loading the dataset in memory"))
+    assert type(loading) is UnavailableError
+    assert (loading.code, loading.message, loading.retryable) == ("LOADING", "Redis is loading the dataset in memory", True)
+    lost = typed_error(redis.exceptions.ConnectionError("Connection closed by server."))
+    assert type(lost) is ConnectionLostError and isinstance(lost, redis.exceptions.ConnectionError)
+    assert (lost.kind, lost.code, lost.message, lost.retryable) == (
+        ErrorKind.UNAVAILABLE,
+        "",
+        "Connection closed by server.",
+        True,
+    )
+    # A failed login or a timeout is not a lost connection: they stay redis-py's.
+    assert typed_error(redis.exceptions.AuthenticationError("invalid username-password pair")) is None
+    assert typed_error(redis.exceptions.TimeoutError("Timeout reading from socket")) is None
+    for error in (loading, lost):
+        copy = pickle.loads(pickle.dumps(error))
+        assert (type(copy), copy.code, copy.message) == (type(error), error.code, error.message)
