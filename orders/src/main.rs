@@ -29,23 +29,29 @@ use store::{StoreError, StoreWorker};
 const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--stream KEY ...]
        [--redis-url URL] [--group NAME] [--consumer NAME]
        [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
-       [--metrics-addr HOST:PORT]
+       [--metrics-addr HOST:PORT] [--wait-replicas N] [--wait-timeout-ms MS]
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
   SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
-  SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR; a flag given wins.
+  SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR, SECKILL_WAIT_REPLICAS,
+  SECKILL_WAIT_TIMEOUT_MS; a flag given wins.
 Keep URLs with passwords in the environment (or a systemd EnvironmentFile=
 of mode 0600): every user of the host can read a process's flags. A URL is
 only ever shown without its password.
 With --metrics-addr, Prometheus metrics are served at /metrics.
 The consumer name defaults to this host's name, so a restarted consumer
 finds its own pending entries. Dead letters go to <stream>:dead.
+With --wait-replicas N (default 0: no wait), a page of entries becomes rows
+only once N replicas hold all of it (Redis WAIT, --wait-timeout-ms each,
+default 1000); until then it stays pending and is tried again.
 Exit status: 0 when stopped by SIGINT or SIGTERM, 2 for a configuration
 error; lost connections are retried, never fatal.";
 
 /// Refused entries tracked at most (see `Consumer::refuse`).
 const MAX_TRACKED_REFUSALS: usize = 100_000;
+/// The most entries counted for the lag gauge when the server gives none.
+const MAX_COUNTED_LAG: i64 = 10_000;
 /// Entries read or claimed per call.
 const PAGE: usize = 500;
 /// How long a silent network may keep a request waiting before the
@@ -67,6 +73,9 @@ struct Config {
     claim_page: usize,
     max_deliveries: u64,
     metrics_addr: Option<String>,
+    /// Replicas that must hold a page before it becomes rows (0: none).
+    wait_replicas: u64,
+    wait_timeout_ms: u64,
 }
 
 /// This host's name: a consumer name that survives restarts.
@@ -111,6 +120,14 @@ impl Config {
             None => 3,
         };
         let mut metrics_addr = env("SECKILL_METRICS_ADDR").filter(|addr| !addr.is_empty());
+        let mut wait_replicas = match env("SECKILL_WAIT_REPLICAS") {
+            Some(value) => number("SECKILL_WAIT_REPLICAS", &value)?,
+            None => 0,
+        };
+        let mut wait_timeout_ms = match env("SECKILL_WAIT_TIMEOUT_MS") {
+            Some(value) => number("SECKILL_WAIT_TIMEOUT_MS", &value)?,
+            None => 1_000,
+        };
         let mut streams_from_flags = false;
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -141,6 +158,8 @@ impl Config {
                 "--claim-page" => claim_page = number(&flag, &value)?,
                 "--max-deliveries" => max_deliveries = number(&flag, &value)?,
                 "--metrics-addr" => metrics_addr = Some(value),
+                "--wait-replicas" => wait_replicas = number(&flag, &value)?,
+                "--wait-timeout-ms" => wait_timeout_ms = number(&flag, &value)?,
                 _ => return Err(format!("unknown flag {flag}")),
             }
         }
@@ -181,6 +200,10 @@ impl Config {
             claim_page: usize::try_from(claim_page.max(1)).unwrap_or(PAGE),
             max_deliveries: max_deliveries.max(1),
             metrics_addr,
+            wait_replicas,
+            // WAIT 0 would wait forever; the connection's read timeout
+            // allows for the longest wait.
+            wait_timeout_ms: wait_timeout_ms.clamp(1, 60_000),
         })
     }
 }
@@ -374,6 +397,9 @@ struct Consumer {
     /// Set by SIGINT or SIGTERM: waits for PostgreSQL give up at once.
     stop: Arc<AtomicBool>,
     metrics: Arc<Metrics>,
+    /// With --wait-replicas: since when a page has been held back because
+    /// too few replicas hold it; `None` while none is.
+    holding: Option<Instant>,
 }
 
 /// Text fields as the byte pairs a dead letter carries.
@@ -391,15 +417,17 @@ impl Consumer {
         }
         let client = &self.config.redis;
         let url = &self.config.redis_shown;
+        let read_timeout = NETWORK_TIMEOUT + Duration::from_millis(self.config.wait_timeout_ms);
         self.redis
             .get(|| {
                 let connection = client
                     .get_connection_with_timeout(NETWORK_TIMEOUT)
                     .map_err(|err| format!("cannot connect to {url}: {err}"))?;
-                // Reads block at most half a second (XREADGROUP BLOCK 500):
-                // a reply this late means the server or the path is gone.
+                // Reads block at most half a second (XREADGROUP BLOCK 500),
+                // WAIT at most --wait-timeout-ms: a reply later than that
+                // and NETWORK_TIMEOUT means the server or the path is gone.
                 connection
-                    .set_read_timeout(Some(NETWORK_TIMEOUT))
+                    .set_read_timeout(Some(read_timeout))
                     .and_then(|()| connection.set_write_timeout(Some(NETWORK_TIMEOUT)))
                     .map_err(|err| format!("cannot set timeouts on {url}: {err}"))?;
                 Ok(connection)
@@ -476,6 +504,23 @@ impl Consumer {
     /// then go to the dead-letter stream.
     fn handle(&mut self, stream: &str, entries: Vec<Entry>) -> Result<(), Stop> {
         self.metrics.read.inc_by(entries.len() as u64);
+        // The last entry still in the stream stands for the page (one
+        // deleted while pending cannot be claimed; it only gets acked).
+        let last = entries
+            .iter()
+            .rev()
+            .find(|(_, fields)| !matches!(fields, Fields::Deleted))
+            .map(|(id, _)| id.clone());
+        let replicated = match last {
+            Some(last) => self.replicated(stream, &last)?,
+            None => true,
+        };
+        if !replicated {
+            // Left pending, untouched: tried again from this consumer's
+            // pending entries (see `step`). Should the master be lost
+            // before a replica gets them, they are gone, as the sales are.
+            return Ok(());
+        }
         let mut events = Vec::new();
         let mut deleted = Vec::new();
         for (id, fields) in entries {
@@ -633,6 +678,72 @@ impl Consumer {
         Ok(())
     }
 
+    /// With `--wait-replicas N`: true once N replicas hold every entry of
+    /// the page of `stream` read just now, whose last entry is `last`
+    /// (entries reach the replicas in order, so the last one stands for
+    /// all); false, counted and timed, when `--wait-timeout-ms` passed first.
+    ///
+    /// `WAIT` waits for the replication offset of this connection's last
+    /// write. After an `XREADGROUP ... BLOCK` woken by an `XADD` that offset
+    /// is older than the entry (the read was served inside the `XADD`'s
+    /// call), and `WAIT` answers at once even when no replica got the
+    /// entry (Redis 7.0.15, 8.0.2, Valkey 9.1). So a fencing write goes first, on the same
+    /// connection and in the stream's slot: `XCLAIM stream group me 0 last
+    /// JUSTID` claims for this consumer the entry it already holds (JUSTID:
+    /// the delivery count is left alone) and is always propagated, so its
+    /// offset lies after every entry of the page; it also covers pages
+    /// re-read from this consumer's pending entries after a reconnection,
+    /// where the connection has written nothing yet. Tried on the real
+    /// servers, with the replica paused: on Redis 7.0.15 a re-read without
+    /// BLOCK and `XACK stream group 0-0` made the WAIT honest too (7.0
+    /// moves a client's offset after any command), but on Redis 8.0.2 and
+    /// Valkey 9.1 neither did (an XACK of nothing, a re-read of pending
+    /// entries or a `>` read that finds nothing propagates nothing); only
+    /// the XCLAIM did, on all three. Cost on 7.0.15, server time per call:
+    /// this XCLAIM 9 us, XACK of nothing 0.5 us, a re-read of a 500-entry
+    /// page 1.8 ms; each is one round trip, nothing next to the WAIT and
+    /// the commit it guards.
+    fn replicated(&mut self, stream: &str, last: &str) -> Result<bool, Stop> {
+        let wanted = self.config.wait_replicas;
+        if wanted == 0 {
+            return Ok(true);
+        }
+        let mut fence = redis::cmd("XCLAIM");
+        fence
+            .arg(stream)
+            .arg(&self.config.group)
+            .arg(&self.config.consumer)
+            .arg(0)
+            .arg(last)
+            .arg("JUSTID");
+        self.query::<Value>(&fence)?;
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(wanted).arg(self.config.wait_timeout_ms);
+        let replicas: u64 = self.query(&wait)?;
+        if replicas >= wanted {
+            if let Some(since) = self.holding.take() {
+                log(&format!(
+                    "{wanted} replicas hold the entries again, after {:.1} s",
+                    since.elapsed().as_secs_f64()
+                ));
+            }
+            self.metrics.replication_wait.set(0.0);
+            return Ok(true);
+        }
+        self.metrics.held_back.inc();
+        let since = *self.holding.get_or_insert_with(|| {
+            log(&format!(
+                "{stream} up to {last}: {replicas} of {wanted} replicas hold it; \
+                 left pending until they do"
+            ));
+            Instant::now()
+        });
+        self.metrics
+            .replication_wait
+            .set(since.elapsed().as_secs_f64());
+        Ok(false)
+    }
+
     /// Entries read for `start` (`>` for new ones, an ID for this
     /// consumer's own pending ones after it).
     fn read(&mut self, start: &str, block: bool) -> Result<Vec<(String, Vec<Entry>)>, Stop> {
@@ -688,6 +799,10 @@ impl Consumer {
                 }
                 after = next;
                 self.handle(&stream, entries)?;
+                if self.holding.is_some() {
+                    // What follows is not replicated either.
+                    return Ok(());
+                }
             }
         }
         Ok(())
@@ -721,6 +836,9 @@ impl Consumer {
                 if !claimed.is_empty() {
                     log(&format!("{stream}: claimed {} idle entries", claimed.len()));
                     self.handle(&stream, claimed)?;
+                    if self.holding.is_some() {
+                        return Ok(());
+                    }
                 }
                 if next == "0-0" {
                     break;
@@ -754,21 +872,72 @@ impl Consumer {
             let mut groups = redis::cmd("XINFO");
             groups.arg("GROUPS").arg(&stream);
             let groups: Vec<HashMap<String, Value>> = self.query(&groups)?;
-            let lag = groups
-                .iter()
-                .find(|group| {
-                    group
-                        .get("name")
-                        .and_then(|name| redis::from_redis_value::<String>(name.clone()).ok())
-                        .is_some_and(|name| name == self.config.group)
-                })
-                .and_then(|group| group.get("lag"))
-                .and_then(|lag| redis::from_redis_value::<i64>(lag.clone()).ok());
-            if let Some(lag) = lag {
-                self.metrics.lag.with_label_values(&[&stream]).set(lag);
-            }
+            let Some(group) = groups.iter().find(|group| {
+                group
+                    .get("name")
+                    .and_then(|name| redis::from_redis_value::<String>(name.clone()).ok())
+                    .is_some_and(|name| name == self.config.group)
+            }) else {
+                continue;
+            };
+            let lag = match group
+                .get("lag")
+                .and_then(|lag| redis::from_redis_value::<i64>(lag.clone()).ok())
+            {
+                Some(lag) => lag,
+                None => {
+                    // Nil when the server cannot tell (a promoted replica,
+                    // entries deleted in between): counted from the stream.
+                    let last: Option<String> = group
+                        .get("last-delivered-id")
+                        .and_then(|id| redis::from_redis_value(id.clone()).ok());
+                    let Some(last) = last else {
+                        continue;
+                    };
+                    self.count_after(&stream, &last)?
+                }
+            };
+            self.metrics.lag.with_label_values(&[&stream]).set(lag);
+        }
+        if let Some(since) = self.holding {
+            self.metrics
+                .replication_wait
+                .set(since.elapsed().as_secs_f64());
         }
         Ok(())
+    }
+
+    /// Entries of `stream` after `last`, counted with `XRANGE` a page at a
+    /// time, up to `MAX_COUNTED_LAG` (a lag that large is an alert either
+    /// way; counting further would cost more than it tells).
+    fn count_after(&mut self, stream: &str, last: &str) -> Result<i64, Stop> {
+        let mut after = last.to_owned();
+        let mut count = 0;
+        while count < MAX_COUNTED_LAG {
+            let mut range = redis::cmd("XRANGE");
+            range
+                .arg(stream)
+                .arg(format!("({after}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(PAGE);
+            let ids: Vec<Value> = self.query(&range)?;
+            let Some(Value::Array(parts)) = ids.last() else {
+                break;
+            };
+            let Some(id) = parts
+                .first()
+                .and_then(|id| redis::from_redis_value::<String>(id.clone()).ok())
+            else {
+                break;
+            };
+            count += ids.len() as i64;
+            if ids.len() < PAGE {
+                break;
+            }
+            after = id;
+        }
+        Ok(count.min(MAX_COUNTED_LAG))
     }
 
     /// One round: (re)connect what is down, catch up after a
@@ -780,10 +949,23 @@ impl Consumer {
         if !self.caught_up {
             self.ensure_groups()?;
             self.catch_up()?;
+            if self.holding.is_some() {
+                return Ok(());
+            }
             self.claim_idle()?;
             self.caught_up = true;
+        } else if self.holding.is_some() {
+            // Pages held back for the replicas are this consumer's pending
+            // entries: they go first, and nothing new is read before them.
+            self.catch_up()?;
+            if self.holding.is_some() {
+                return Ok(());
+            }
         } else if claim_due {
             self.claim_idle()?;
+        }
+        if self.holding.is_some() {
+            return Ok(());
         }
         for (stream, entries) in self.read(">", true)? {
             self.handle(&stream, entries)?;
@@ -810,6 +992,7 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
         dead_letter_refused: None,
         stop: Arc::clone(&stop),
         metrics,
+        holding: None,
     };
     log(&format!(
         "consuming {} on {} as {} in group {}",

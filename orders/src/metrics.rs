@@ -1,7 +1,9 @@
 //! The consumer's figures in the Prometheus text format, served at
 //! `/metrics` when `--metrics-addr` is given.
 
-use prometheus::{Encoder, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Gauge, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 use std::sync::Arc;
 
 pub struct Metrics {
@@ -16,6 +18,11 @@ pub struct Metrics {
     pub lag: IntGaugeVec,
     /// Connections re-established, by `link` (redis, postgres).
     pub reconnects: IntCounterVec,
+    /// With --wait-replicas: seconds a page has been held back for the
+    /// replicas so far, 0 while none is.
+    pub replication_wait: Gauge,
+    /// Pages found not yet held by enough replicas (each try counts).
+    pub held_back: IntCounter,
 }
 
 impl Metrics {
@@ -53,6 +60,16 @@ impl Metrics {
         )
         .expect("a fixed, valid metric definition");
         let _ = registry.register(Box::new(reconnects.clone()));
+        let held_back = counter(
+            "pages_held_back_total",
+            "Pages left pending because too few replicas held them (--wait-replicas)",
+        );
+        let replication_wait = Gauge::new(
+            "replication_wait_seconds",
+            "How long the consumer has been waiting for replicas to hold a page",
+        )
+        .expect("a fixed, valid metric definition");
+        let _ = registry.register(Box::new(replication_wait.clone()));
         Metrics {
             registry,
             read,
@@ -61,6 +78,8 @@ impl Metrics {
             pending,
             lag,
             reconnects,
+            replication_wait,
+            held_back,
         }
     }
 
