@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod dump;
+pub mod metrics;
 pub mod postgres;
 
 use redis::{Connection, Value};

@@ -3,10 +3,9 @@
 //! up to more than the stock.
 
 use postgres::{Client, NoTls};
+use seckill_harness::metrics::{sample, scrape};
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{free_port, ok, server_info, wait_until, Server};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -14,30 +13,6 @@ const ITEM: &str = "{sku:1}";
 const STREAM: &str = "{sku:1}:orders";
 const STOCK: i64 = 100;
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// The body of `GET /metrics`, or an empty string while it cannot be read.
-fn scrape(port: u16) -> String {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let request = format!("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return String::new();
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-/// The value of the sample `name` in `text`.
-fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-}
 
 /// A consumer, killed when dropped.
 struct Consumer(Child);

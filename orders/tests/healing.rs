@@ -27,7 +27,9 @@ const STOCK: &str = "1000000";
 
 /// Environment variables the consumer reads its flags from: cleared, so
 /// that only the flags a test passes count.
-const CONSUMER_ENV: [&str; 8] = [
+const CONSUMER_ENV: [&str; 10] = [
+    "SECKILL_WAIT_REPLICAS",
+    "SECKILL_WAIT_TIMEOUT_MS",
     "SECKILL_REDIS_URL",
     "SECKILL_POSTGRES_URL",
     "SECKILL_STREAMS",

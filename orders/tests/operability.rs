@@ -1,41 +1,16 @@
 //! What an operator sees of seckill-orders: its Prometheus metrics, the
 //! systemd unit it ships with, and never a password, whatever goes wrong.
 
+use seckill_harness::metrics::{sample, scrape};
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{free_port, ok, wait_until, Server};
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 const ITEM: &str = "{sku:metrics}";
 const STREAM: &str = "{sku:metrics}:orders";
-
-/// The body of `GET /metrics`, or an empty string while it cannot be read.
-fn scrape(port: u16) -> String {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let request = format!("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return String::new();
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-/// The value of the sample `name` (with its labels, if any) in `text`.
-fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-}
 
 #[test]
 fn metrics_report_rows_written_and_nothing_pending() {
@@ -180,7 +155,9 @@ const POSTGRES_PASSWORD: &str = "orders-pg-s3cret";
 
 /// The consumer's own environment variables: cleared, so that only what a
 /// test sets counts.
-const CONSUMER_ENV: [&str; 9] = [
+const CONSUMER_ENV: [&str; 11] = [
+    "SECKILL_WAIT_REPLICAS",
+    "SECKILL_WAIT_TIMEOUT_MS",
     "SECKILL_REDIS_URL",
     "SECKILL_POSTGRES_URL",
     "SECKILL_STREAMS",
