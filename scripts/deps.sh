@@ -12,6 +12,7 @@ set -eu
 missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
+command -v redis-sentinel >/dev/null 2>&1 || missing="$missing redis-sentinel"
 # bindgen (used by the redis-module crate) needs libclang.
 dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
 if [ "${1:-}" = "--bench" ] && ! command -v valgrind >/dev/null 2>&1; then

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod dump;
 pub mod metrics;
 pub mod postgres;
+pub mod sentinel;
 
 use redis::{Connection, Value};
 use std::fs;

@@ -18,6 +18,7 @@ mod store;
 use event::OrderEvent;
 use metrics::Metrics;
 use redis::{Connection, Value};
+use seckill_client::endpoint::{Endpoint, EndpointSettings, SentinelCredentials, Setting};
 use seckill_client::mask_password;
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -27,18 +28,24 @@ use std::time::{Duration, Instant};
 use store::{StoreError, StoreWorker};
 
 const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--stream KEY ...]
-       [--redis-url URL] [--group NAME] [--consumer NAME]
+       [--redis-url URL | --sentinel HOST:PORT[,...] --master-name NAME]
+       [--group NAME] [--consumer NAME]
        [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
        [--metrics-addr HOST:PORT] [--wait-replicas N] [--wait-timeout-ms MS]
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
-  SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
+  SECKILL_SENTINELS, SECKILL_MASTER_NAME, SECKILL_GROUP, SECKILL_CONSUMER, SECKILL_CLAIM_IDLE_MS, SECKILL_CLAIM_PAGE,
   SECKILL_MAX_DELIVERIES, SECKILL_METRICS_ADDR, SECKILL_WAIT_REPLICAS,
   SECKILL_WAIT_TIMEOUT_MS; a flag given wins.
 Keep URLs with passwords in the environment (or a systemd EnvironmentFile=
 of mode 0600): every user of the host can read a process's flags. A URL is
 only ever shown without its password.
+With --sentinel, the master is the one the sentinels name for --master-name,
+asked again on every reconnection and after READONLY. Their passwords come
+from the environment only: SECKILL_SENTINEL_PASSWORD (and _USERNAME) for the
+sentinels, SECKILL_REDIS_PASSWORD (and _USERNAME) for the master.
+Without either, Redis is redis://127.0.0.1:6379/.
 With --metrics-addr, Prometheus metrics are served at /metrics.
 The consumer name defaults to this host's name, so a restarted consumer
 finds its own pending entries. Dead letters go to <stream>:dead.
@@ -62,9 +69,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 struct Config {
-    redis: redis::Client,
-    /// The Redis URL as logs show it: without its password.
-    redis_shown: String,
+    /// Where the master is: a URL, or the sentinels' answer.
+    redis: Endpoint,
     postgres: postgres::Config,
     streams: Vec<String>,
     group: String,
@@ -96,10 +102,18 @@ impl Config {
                 .parse::<u64>()
                 .map_err(|_| format!("{flag}: not a number: {value:?}"))
         };
-        // Where each URL came from, for an error about it.
-        let mut redis_from = "SECKILL_REDIS_URL";
-        let mut redis_url =
-            env("SECKILL_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
+        // Each setting with where it came from, for an error about it.
+        let setting = |name: &str| {
+            env(name)
+                .filter(|value| !value.is_empty())
+                .map(|value| Setting::new(name, value))
+        };
+        let mut redis = EndpointSettings {
+            url: setting("SECKILL_REDIS_URL"),
+            sentinels: setting("SECKILL_SENTINELS"),
+            master_name: setting("SECKILL_MASTER_NAME"),
+            credentials: SentinelCredentials::from_environment(),
+        };
         let mut postgres_from = "SECKILL_POSTGRES_URL";
         let mut postgres_url = env("SECKILL_POSTGRES_URL").unwrap_or_default();
         let mut streams: Vec<String> = env("SECKILL_STREAMS")
@@ -136,10 +150,9 @@ impl Config {
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
-                "--redis-url" => {
-                    redis_from = "--redis-url";
-                    redis_url = value;
-                }
+                "--redis-url" => redis.url = Some(Setting::new(flag, value)),
+                "--sentinel" => redis.sentinels = Some(Setting::new(flag, value)),
+                "--master-name" => redis.master_name = Some(Setting::new(flag, value)),
                 "--postgres-url" => {
                     postgres_from = "--postgres-url";
                     postgres_url = value;
@@ -169,9 +182,7 @@ impl Config {
         }
         // A URL is only ever shown without its password, even one that
         // does not parse.
-        let redis_shown = mask_password(&redis_url);
-        let redis = redis::Client::open(redis_url.as_str())
-            .map_err(|err| format!("{redis_from} {redis_shown}: {err}"))?;
+        let redis = Endpoint::from_settings(&redis, Some("redis://127.0.0.1:6379/"))?;
         let mut postgres = postgres_url
             .parse::<postgres::Config>()
             .map_err(|err| format!("{postgres_from} {}: {err}", mask_password(&postgres_url)))?;
@@ -191,7 +202,6 @@ impl Config {
         }
         Ok(Config {
             redis,
-            redis_shown,
             postgres,
             streams,
             group,
@@ -415,11 +425,16 @@ impl Consumer {
         if self.redis.backing_off() {
             return Err(Stop::Redis(String::new()));
         }
-        let client = &self.config.redis;
-        let url = &self.config.redis_shown;
+        let endpoint = &self.config.redis;
         let read_timeout = NETWORK_TIMEOUT + Duration::from_millis(self.config.wait_timeout_ms);
         self.redis
             .get(|| {
+                // With sentinels, asked anew on every (re)connection.
+                let client = endpoint.master()?;
+                let url = client.get_connection_info().addr().to_string();
+                if endpoint.follows_sentinels() {
+                    log(&format!("the sentinels name {url} as the master"));
+                }
                 let connection = client
                     .get_connection_with_timeout(NETWORK_TIMEOUT)
                     .map_err(|err| format!("cannot connect to {url}: {err}"))?;
@@ -467,11 +482,18 @@ impl Consumer {
         cmd.query(redis).map_err(|err| {
             // The link's log line names Redis already.
             let cause = err.to_string();
-            if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
+            // A replica (READONLY): the master moved, or this one was
+            // demoted. Reconnecting asks the sentinels where it is now.
+            let demoted = err.code() == Some("READONLY");
+            if demoted
+                || err.is_io_error()
+                || err.is_connection_dropped()
+                || err.is_unrecoverable_error()
+            {
                 self.redis.lost(&cause);
                 self.caught_up = false;
             } else if counts && !matches!(err.code(), Some("BUSYGROUP" | "NOGROUP")) {
-                // READONLY (a replica), NOPERM, WRONGTYPE...: the server
+                // NOPERM, WRONGTYPE...: the server
                 // answers but cannot do the work. Said once, retried with
                 // backoff until it can.
                 self.redis.failed(&cause);
@@ -997,7 +1019,7 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
     log(&format!(
         "consuming {} on {} as {} in group {}",
         consumer.config.streams.join(", "),
-        consumer.config.redis_shown,
+        consumer.config.redis.shown(),
         consumer.config.consumer,
         consumer.config.group
     ));
@@ -1051,6 +1073,18 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
             .with_label_values(&["postgres"])
             .inc_by(now_reconnects.1 - reconnects.1);
         reconnects = now_reconnects;
+        let outages = [
+            ("redis", consumer.redis.down_since),
+            ("postgres", consumer.store.down_since),
+        ];
+        for (link, down_since) in outages {
+            let seconds = down_since.map_or(0.0, |since| since.elapsed().as_secs_f64());
+            consumer
+                .metrics
+                .outage
+                .with_label_values(&[link])
+                .set(seconds);
+        }
         let counts = (consumer.metrics.written.get(), consumer.metrics.dead.get());
         if last_report.elapsed() >= Duration::from_secs(5) && counts != reported {
             log(&format!(

@@ -2,7 +2,7 @@
 //! `/metrics` when `--metrics-addr` is given.
 
 use prometheus::{
-    Encoder, Gauge, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use std::sync::Arc;
 
@@ -18,6 +18,8 @@ pub struct Metrics {
     pub lag: IntGaugeVec,
     /// Connections re-established, by `link` (redis, postgres).
     pub reconnects: IntCounterVec,
+    /// Seconds the current outage of each `link` has lasted, 0 while up.
+    pub outage: GaugeVec,
     /// With --wait-replicas: seconds a page has been held back for the
     /// replicas so far, 0 while none is.
     pub replication_wait: Gauge,
@@ -60,6 +62,18 @@ impl Metrics {
         )
         .expect("a fixed, valid metric definition");
         let _ = registry.register(Box::new(reconnects.clone()));
+        let outage = GaugeVec::new(
+            Opts::new(
+                "outage_seconds",
+                "How long the current outage of the link has lasted, 0 while it is up",
+            ),
+            &["link"],
+        )
+        .expect("a fixed, valid metric definition");
+        let _ = registry.register(Box::new(outage.clone()));
+        for link in ["redis", "postgres"] {
+            outage.with_label_values(&[link]).set(0.0);
+        }
         let held_back = counter(
             "pages_held_back_total",
             "Pages left pending because too few replicas held them (--wait-replicas)",
@@ -78,6 +92,7 @@ impl Metrics {
             pending,
             lag,
             reconnects,
+            outage,
             replication_wait,
             held_back,
         }

@@ -155,7 +155,13 @@ const POSTGRES_PASSWORD: &str = "orders-pg-s3cret";
 
 /// The consumer's own environment variables: cleared, so that only what a
 /// test sets counts.
-const CONSUMER_ENV: [&str; 11] = [
+const CONSUMER_ENV: [&str; 17] = [
+    "SECKILL_SENTINELS",
+    "SECKILL_MASTER_NAME",
+    "SECKILL_SENTINEL_USERNAME",
+    "SECKILL_SENTINEL_PASSWORD",
+    "SECKILL_REDIS_USERNAME",
+    "SECKILL_REDIS_PASSWORD",
     "SECKILL_WAIT_REPLICAS",
     "SECKILL_WAIT_TIMEOUT_MS",
     "SECKILL_REDIS_URL",
@@ -428,4 +434,89 @@ fn stream_flags_replace_the_streams_of_the_environment() {
         "{}",
         run.output()
     );
+}
+
+#[test]
+fn sentinel_settings_that_do_not_fit_together_are_a_configuration_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let postgres = &postgres_url(free_port())[..];
+    let url = "redis://127.0.0.1:1/";
+    let cases: [(&str, Vec<Variable>, Vec<&str>, &str); 5] = [
+        (
+            "url-and-sentinels",
+            vec![("SECKILL_SENTINELS", "127.0.0.1:1")],
+            vec!["--redis-url", url, "--master-name", "m"],
+            "--redis-url and SECKILL_SENTINELS",
+        ),
+        (
+            "no-master-name",
+            vec![],
+            vec!["--sentinel", "127.0.0.1:1"],
+            "--master-name",
+        ),
+        (
+            "no-sentinels",
+            vec![("SECKILL_MASTER_NAME", "m")],
+            vec![],
+            "no sentinel",
+        ),
+        (
+            "bad-list",
+            vec![],
+            vec!["--sentinel", "127.0.0.1:1,localhost", "--master-name", "m"],
+            "has no port",
+        ),
+        (
+            "master-password-with-a-url",
+            vec![("SECKILL_REDIS_PASSWORD", REDIS_PASSWORD)],
+            vec!["--redis-url", url],
+            "put them in the URL",
+        ),
+    ];
+    for (name, env, args, said) in cases {
+        let mut args = args;
+        args.extend(["--postgres-url", postgres]);
+        let mut run = Run::start(dir.path(), name, &env, &args);
+        assert_eq!(
+            run.exit_status().code(),
+            Some(2),
+            "{name}: {}",
+            run.output()
+        );
+        assert!(run.output().contains(said), "{name}: {}", run.output());
+        run.assert_shows_no_password();
+    }
+}
+
+#[test]
+fn sentinels_that_are_all_down_are_an_outage_logged_once_and_measured() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pg = Postgres::start().expect("PostgreSQL is not installed: run `make deps`");
+    let sentinels = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let run = Run::start(
+        dir.path(),
+        "no-sentinel",
+        &[
+            ("SECKILL_SENTINELS", &sentinels),
+            ("SECKILL_MASTER_NAME", "seckill"),
+            ("SECKILL_SENTINEL_PASSWORD", REDIS_PASSWORD),
+            ("SECKILL_REDIS_PASSWORD", WRONG_PASSWORD),
+        ],
+        &["--postgres-url", &pg.url()],
+    );
+    run.wait_for("no master seckill from the sentinels");
+    wait_until("the outage to be measured", Duration::from_secs(30), || {
+        sample(
+            &scrape(run.metrics_port),
+            "seckill_orders_outage_seconds{link=\"redis\"}",
+        )
+        .is_some_and(|seconds| seconds >= 1.0)
+    });
+    assert_eq!(
+        run.output().matches("no master seckill").count(),
+        1,
+        "logged once: {}",
+        run.output()
+    );
+    run.assert_shows_no_password();
 }

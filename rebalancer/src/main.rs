@@ -3,7 +3,7 @@
 //! parts running low.
 //!
 //! ```text
-//! seckill-rebalancer --redis redis://127.0.0.1:7000 --cluster \
+//! seckill-rebalancer --redis-url redis://127.0.0.1:7000 --cluster \
 //!     --item sku:1:part:0,sku:1:part:1,sku:1:part:2 [--item ...] \
 //!     [--low 10] [--interval-ms 100] [--lease-ms 2000] [--name host-1]
 //! ```
@@ -11,7 +11,9 @@
 //! Every flag can come from the environment instead (`SECKILL_REDIS_URL`,
 //! `SECKILL_ITEMS`, ...: see `USAGE`), so that no password needs to be in
 //! its arguments; a flag given wins. A URL is only ever shown without its
-//! password.
+//! password. Instead of a URL it can be given Redis Sentinel
+//! (`--sentinel`, `--master-name`), asked for the master on every
+//! connection, so it follows a failover without a restart.
 //!
 //! Each round, for each item:
 //! 1. it finishes every transfer a part gave out to another part of the
@@ -44,16 +46,21 @@ mod plan;
 use plan::{moves, transfer_id, Watermarks};
 use redis::cluster::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Connection, ConnectionLike, IntoConnectionInfo};
-use seckill_client::{mask_password, SeckillCommands, SettleOutcome};
+use redis::{Connection, ConnectionLike};
+use seckill_client::endpoint::{Endpoint, EndpointSettings, SentinelCredentials, Setting};
+use seckill_client::{SeckillCommands, SettleOutcome};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a silent network may keep a request waiting before the
+/// connection counts as lost.
+const NETWORK_TIMEOUT: Duration = Duration::from_secs(10);
 
 struct Config {
-    redis: String,
+    redis: Endpoint,
     cluster: bool,
     items: Vec<Vec<String>>,
     marks: Watermarks,
@@ -64,20 +71,30 @@ struct Config {
     wait_timeout: Duration,
 }
 
-const USAGE: &str = "usage: seckill-rebalancer --redis URL [--cluster] --item PART,PART[,...]
-       [--item ...] [--low UNITS] [--interval-ms MS] [--lease-ms MS] [--name NAME]
-       [--wait-replicas N] [--wait-timeout-ms MS]
+const USAGE: &str = "usage: seckill-rebalancer (--redis-url URL [--cluster]
+                          | --sentinel HOST:PORT[,...] --master-name NAME)
+       --item PART,PART[,...] [--item ...] [--low UNITS] [--interval-ms MS]
+       [--lease-ms MS] [--name NAME] [--wait-replicas N] [--wait-timeout-ms MS]
 
 Every flag can come from the environment instead, and a flag given wins:
-  SECKILL_REDIS_URL, SECKILL_CLUSTER (1 or 0), SECKILL_ITEMS (items apart by
-  spaces, the parts of an item by commas), SECKILL_LOW, SECKILL_INTERVAL_MS,
-  SECKILL_LEASE_MS, SECKILL_NAME, SECKILL_WAIT_REPLICAS, SECKILL_WAIT_TIMEOUT_MS.
+  SECKILL_REDIS_URL, SECKILL_CLUSTER (1 or 0), SECKILL_SENTINELS,
+  SECKILL_MASTER_NAME, SECKILL_ITEMS (items apart by spaces, the parts of an
+  item by commas), SECKILL_LOW, SECKILL_INTERVAL_MS, SECKILL_LEASE_MS,
+  SECKILL_NAME, SECKILL_WAIT_REPLICAS, SECKILL_WAIT_TIMEOUT_MS.
 A URL with a password belongs in the environment: every user of the host
-can read a process's flags.";
+can read a process's flags. --redis is another name for --redis-url.
+With --sentinel, the master is the one the sentinels name for --master-name,
+asked again on every reconnection (a READONLY reply reconnects). Passwords
+come from the environment only: SECKILL_SENTINEL_PASSWORD (and _USERNAME)
+for the sentinels, SECKILL_REDIS_PASSWORD (and _USERNAME) for the master.
+Exit status: 0 when stopped by SIGINT or SIGTERM, 2 for a configuration
+error; a lost connection is logged when it starts and ends, and retried.";
 
 /// Each setting's environment variable, by the flag it stands for.
-const ENVIRONMENT: [(&str, &str); 9] = [
-    ("--redis", "SECKILL_REDIS_URL"),
+const ENVIRONMENT: [(&str, &str); 11] = [
+    ("--redis-url", "SECKILL_REDIS_URL"),
+    ("--sentinel", "SECKILL_SENTINELS"),
+    ("--master-name", "SECKILL_MASTER_NAME"),
     ("--cluster", "SECKILL_CLUSTER"),
     ("--item", "SECKILL_ITEMS"),
     ("--low", "SECKILL_LOW"),
@@ -95,8 +112,17 @@ impl Config {
     /// The settings from the environment, then from the flags, which
     /// override them (`--item` flags replace `SECKILL_ITEMS` as a whole).
     fn from_env_and_args() -> Result<Config, String> {
+        let mut redis = EndpointSettings {
+            credentials: SentinelCredentials::from_environment(),
+            ..Default::default()
+        };
         let mut config = Config {
-            redis: String::new(),
+            // A stand-in (no connection is made), replaced by the endpoint
+            // the settings describe once all of them are read.
+            redis: Endpoint::from_settings(
+                &EndpointSettings::default(),
+                Some("redis://127.0.0.1/"),
+            )?,
             cluster: false,
             items: Vec::new(),
             marks: Watermarks { low: 10 },
@@ -106,8 +132,6 @@ impl Config {
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(1_000),
         };
-        // Where the Redis URL came from, for an error about it.
-        let mut redis_from = "--redis";
         for (flag, variable) in ENVIRONMENT {
             let Some(value) = std::env::var(variable)
                 .ok()
@@ -128,10 +152,8 @@ impl Config {
                         config.set(flag, variable, item.to_owned())?;
                     }
                 }
+                _ if redis.set(flag, Setting::new(variable, &value)) => {}
                 _ => config.set(flag, variable, value)?,
-            }
-            if flag == "--redis" {
-                redis_from = variable;
             }
         }
         let mut items_from_flags = false;
@@ -141,31 +163,29 @@ impl Config {
                 config.cluster = true;
                 continue;
             }
+            if flag == "--help" || flag == "-h" {
+                return Err(String::new());
+            }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             if flag == "--item" && !items_from_flags {
                 items_from_flags = true;
                 config.items.clear();
             }
-            if flag == "--redis" {
-                redis_from = "--redis";
+            if !redis.set(&flag, Setting::new(&flag, &value)) {
+                config.set(&flag, &flag, value)?;
             }
-            config.set(&flag, &flag, value)?;
         }
-        if config.redis.is_empty() || config.items.is_empty() {
-            return Err(
-                "a Redis URL (--redis, SECKILL_REDIS_URL) and at least one item \
-                 (--item, SECKILL_ITEMS) are required"
-                    .into(),
-            );
+        if config.items.is_empty() {
+            return Err("at least one item (--item, SECKILL_ITEMS) is required".into());
+        }
+        if config.cluster && redis.sentinels.is_some() {
+            return Err("--cluster and --sentinel do not go together: \
+                        a cluster's nodes are found from any of them, not from sentinels"
+                .into());
         }
         // A URL that does not parse is a configuration error, shown
         // without its password.
-        if let Err(err) = config.redis.as_str().into_connection_info() {
-            return Err(format!(
-                "{redis_from} {}: {err}",
-                mask_password(&config.redis)
-            ));
-        }
+        config.redis = Endpoint::from_settings(&redis, None)?;
         Ok(config)
     }
 
@@ -178,7 +198,6 @@ impl Config {
                 .map_err(|_| format!("{name} takes a number, not {value:?}"))
         };
         match flag {
-            "--redis" => self.redis = value,
             "--item" => {
                 let parts: Vec<String> = value.split(',').map(str::to_owned).collect();
                 if parts.len() < 2 || parts.iter().any(String::is_empty) {
@@ -212,6 +231,11 @@ impl Config {
 fn main() {
     let config = match Config::from_env_and_args() {
         Ok(config) => config,
+        Err(problem) if problem.is_empty() => {
+            // --help
+            println!("{USAGE}");
+            return;
+        }
         Err(problem) => {
             eprintln!("configuration error: {problem}\n{USAGE}");
             std::process::exit(2);
@@ -228,7 +252,7 @@ fn main() {
         "seckill-rebalancer {}: {} item(s) on {}{}, low watermark {}",
         config.name,
         config.items.len(),
-        mask_password(&config.redis),
+        config.redis.shown(),
         if config.cluster { " (cluster)" } else { "" },
         config.marks.low
     );
@@ -239,19 +263,14 @@ fn main() {
             .map_or(0, |since| since.as_millis()),
         sequence: 0,
         reported: HashSet::new(),
+        down_since: None,
+        master_at: None,
     };
-    let mut outage = false;
     while !stop.load(Ordering::Relaxed) {
         match run(&mut mover, &stop) {
             Ok(()) => break,
             Err(err) => {
-                if !outage {
-                    eprintln!(
-                        "seckill-rebalancer: Redis at {} unavailable, retrying: {err}",
-                        mask_password(&config.redis)
-                    );
-                    outage = true;
-                }
+                mover.lost(&err);
                 sleep(Duration::from_millis(200));
             }
         }
@@ -302,16 +321,42 @@ impl Acknowledged for ClusterConnection {
     }
 }
 
-/// One mover: its configuration, what makes its transfer ids unique, and
-/// the problems it reported already (each is logged once).
+/// One mover: its configuration, what makes its transfer ids unique, the
+/// problems it reported already (each is logged once), and since when
+/// Redis has been unavailable.
 struct Mover<'a> {
     config: &'a Config,
     started_ms: u128,
     sequence: u64,
     reported: HashSet<String>,
+    down_since: Option<Instant>,
+    /// The master's address the sentinels gave last, for the log.
+    master_at: Option<String>,
 }
 
 impl Mover<'_> {
+    /// Redis failed: logged once per outage, when it starts.
+    fn lost(&mut self, cause: &str) {
+        if self.down_since.is_none() {
+            self.down_since = Some(Instant::now());
+            eprintln!(
+                "seckill-rebalancer: Redis ({}) unavailable, retrying until it is back: {cause}",
+                self.config.redis.shown()
+            );
+        }
+    }
+
+    /// A round went through: an outage, if any, is over.
+    fn healthy(&mut self) {
+        if let Some(since) = self.down_since.take() {
+            eprintln!(
+                "seckill-rebalancer: Redis ({}) back after {:.1} s",
+                self.config.redis.shown(),
+                since.elapsed().as_secs_f64()
+            );
+        }
+    }
+
     fn report(&mut self, problem: String) {
         if self.reported.insert(problem.clone()) {
             eprintln!("seckill-rebalancer: {problem}");
@@ -327,15 +372,33 @@ impl Mover<'_> {
 /// Connects and runs rounds until stopped; returns an error to reconnect.
 fn run(mover: &mut Mover, stop: &AtomicBool) -> Result<(), String> {
     let config = mover.config;
-    if config.cluster {
-        let client = redis::cluster::ClusterClient::new(vec![config.redis.as_str()])
-            .map_err(|err| err.to_string())?;
-        let mut con = client.get_connection().map_err(|err| err.to_string())?;
-        rounds(&mut con, mover, stop)
-    } else {
-        let client = redis::Client::open(config.redis.as_str()).map_err(|err| err.to_string())?;
-        let mut con = client.get_connection().map_err(|err| err.to_string())?;
-        rounds(&mut con, mover, stop)
+    let read_timeout = NETWORK_TIMEOUT + config.wait_timeout;
+    match config.redis.url() {
+        Some(url) if config.cluster => {
+            let client = redis::cluster::ClusterClient::builder(vec![url])
+                .connection_timeout(NETWORK_TIMEOUT)
+                .response_timeout(read_timeout)
+                .build()
+                .map_err(|err| err.to_string())?;
+            let mut con = client.get_connection().map_err(|err| err.to_string())?;
+            rounds(&mut con, mover, stop)
+        }
+        _ => {
+            // With sentinels, asked anew on every (re)connection.
+            let client = config.redis.master()?;
+            let at = client.get_connection_info().addr().to_string();
+            if config.redis.follows_sentinels() && mover.master_at.as_ref() != Some(&at) {
+                eprintln!("seckill-rebalancer: the sentinels name {at} as the master");
+                mover.master_at = Some(at);
+            }
+            let mut con = client
+                .get_connection_with_timeout(NETWORK_TIMEOUT)
+                .map_err(|err| err.to_string())?;
+            con.set_read_timeout(Some(read_timeout))
+                .and_then(|()| con.set_write_timeout(Some(NETWORK_TIMEOUT)))
+                .map_err(|err| err.to_string())?;
+            rounds(&mut con, mover, stop)
+        }
     }
 }
 
@@ -359,6 +422,7 @@ fn rounds<C: Acknowledged>(
                 }
             }
         }
+        mover.healthy();
         sleep(config.interval);
     }
     Ok(())

@@ -15,8 +15,14 @@ use std::time::Duration;
 
 /// The rebalancer's own environment variables: cleared for every run, so
 /// that only what a test sets counts.
-const REBALANCER_ENV: [&str; 9] = [
+const REBALANCER_ENV: [&str; 15] = [
     "SECKILL_REDIS_URL",
+    "SECKILL_SENTINELS",
+    "SECKILL_MASTER_NAME",
+    "SECKILL_SENTINEL_USERNAME",
+    "SECKILL_SENTINEL_PASSWORD",
+    "SECKILL_REDIS_USERNAME",
+    "SECKILL_REDIS_PASSWORD",
     "SECKILL_CLUSTER",
     "SECKILL_ITEMS",
     "SECKILL_LOW",
@@ -202,7 +208,8 @@ fn bad_settings_are_refused_with_exit_status_2() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = "redis://127.0.0.1:1/";
     let long_part = format!("a,{}", "x".repeat(256));
-    let cases: [(&[Variable], &[&str]); 12] = [
+    let sentinel = "127.0.0.1:1";
+    let cases: [(&[Variable], &[&str]); 19] = [
         (&[], &["--item", "a,b"]),
         (&[], &["--redis", url, "--item", "a"]),
         (&[], &["--redis", url, "--item", "a,b,a"]),
@@ -229,6 +236,59 @@ fn bad_settings_are_refused_with_exit_status_2() {
             &["--redis", url, "--item", "a,b"],
         ),
         (&[("SECKILL_REDIS_URL", url)], &[]),
+        // Two ways to find Redis, or half of the sentinel one.
+        (
+            &[],
+            &[
+                "--redis-url",
+                url,
+                "--sentinel",
+                sentinel,
+                "--master-name",
+                "m",
+                "--item",
+                "a,b",
+            ],
+        ),
+        (&[], &["--sentinel", sentinel, "--item", "a,b"]),
+        (
+            &[],
+            &["--master-name", "m", "--redis", url, "--item", "a,b"],
+        ),
+        (
+            &[
+                ("SECKILL_SENTINELS", "127.0.0.1"),
+                ("SECKILL_MASTER_NAME", "m"),
+            ],
+            &["--item", "a,b"],
+        ),
+        (
+            &[],
+            &[
+                "--sentinel",
+                "127.0.0.1:1,",
+                "--master-name",
+                "m",
+                "--item",
+                "a,b",
+            ],
+        ),
+        (
+            &[],
+            &[
+                "--sentinel",
+                sentinel,
+                "--master-name",
+                "m",
+                "--cluster",
+                "--item",
+                "a,b",
+            ],
+        ),
+        (
+            &[("SECKILL_REDIS_PASSWORD", "s3cret")],
+            &["--redis-url", url, "--item", "a,b"],
+        ),
     ];
     for (env, args) in cases {
         let mut rebalancer = Rebalancer::run(dir.path(), env, args);
@@ -456,4 +516,126 @@ fn a_transfer_to_a_key_outside_the_item_is_left_open_and_reported() {
     for name in ["sku:rb:0", "other:victim", "left open"] {
         assert!(said[0].contains(name), "{}", said[0]);
     }
+}
+
+#[test]
+fn help_shows_the_usage_and_exits_0() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for flag in ["--help", "-h"] {
+        let mut rebalancer = Rebalancer::run(dir.path(), &[], &[flag]);
+        assert_eq!(rebalancer.exit_status().code(), Some(0));
+        let output = rebalancer.output();
+        assert!(output.starts_with("usage: seckill-rebalancer"), "{output}");
+        assert!(output.contains("--sentinel"), "{output}");
+    }
+}
+
+#[test]
+fn each_outage_is_logged_when_it_starts_and_when_it_ends() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    for part in ["sku:out:0", "sku:out:1"] {
+        con.seckill_init(&Init::new(part, 50)).unwrap();
+    }
+    let rebalancer = Rebalancer::start(&server, &["sku:out:0,sku:out:1"]);
+    rebalancer.wait_for("item(s)");
+    for outage in 1..=2 {
+        server.stop();
+        wait_until("the outage to be logged", Duration::from_secs(20), || {
+            rebalancer.output().matches("unavailable").count() == outage
+        });
+        server.start_again();
+        wait_until("its end to be logged", Duration::from_secs(20), || {
+            rebalancer.output().matches("back after").count() == outage
+        });
+    }
+    // Each outage once, however many retries it took.
+    let output = rebalancer.output();
+    assert_eq!(output.matches("unavailable").count(), 2, "{output}");
+    assert_eq!(output.matches("back after").count(), 2, "{output}");
+}
+
+#[test]
+fn given_only_sentinels_it_follows_a_failover_and_refills_parts_on_the_new_master() {
+    use seckill_harness::sentinel::{Sentinels, MASTER_NAME};
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    for part in ["sku:sn:0", "sku:sn:1"] {
+        con.seckill_init(&Init::new(part, 100)).unwrap();
+    }
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let sentinels = Sentinels::watch(&master, 1);
+    let addresses = sentinels.addresses();
+    let rebalancer = Rebalancer::run(
+        master.dir(),
+        &[
+            ("SECKILL_SENTINELS", addresses.as_str()),
+            ("SECKILL_MASTER_NAME", MASTER_NAME),
+        ],
+        &[
+            "--item",
+            "sku:sn:0,sku:sn:1",
+            "--low",
+            "10",
+            "--interval-ms",
+            "20",
+        ],
+    );
+    rebalancer.wait_for(&format!("name 127.0.0.1:{} as the master", master.port));
+    // A part drained on the master is refilled there.
+    for user in 0..95 {
+        let bought = con
+            .seckill_deduct(&Deduct::new("sku:sn:0", format!("user:{user}"), 1))
+            .unwrap();
+        assert!(bought.stock.is_some(), "{bought:?}");
+    }
+    wait_until("the refill on the master", Duration::from_secs(20), || {
+        stock(&mut con, "sku:sn:0") > 10
+    });
+
+    // A failover the operator asks for: the master is demoted while the
+    // rebalancer holds a connection to it (its writes then meet READONLY).
+    let _: redis::Value = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(MASTER_NAME)
+        .query(&mut sentinels.nodes[0].client())
+        .expect("SENTINEL FAILOVER");
+    sentinels.wait_for_master(replica.port);
+    let mut promoted = replica.client();
+    wait_until(
+        "the replica to be promoted",
+        Duration::from_secs(30),
+        || {
+            seckill_harness::server_info(&mut promoted, "replication", "role").as_deref()
+                == Some("master")
+        },
+    );
+    rebalancer.wait_for(&format!("name 127.0.0.1:{} as the master", replica.port));
+    // Drained on the new master, the part is refilled there, by the same
+    // process.
+    let left = stock(&mut promoted, "sku:sn:0");
+    for user in 0..left {
+        let user = format!("new:{user}");
+        let _ = promoted
+            .seckill_deduct(&Deduct::new("sku:sn:0", user, 1))
+            .unwrap();
+    }
+    wait_until(
+        "the refill on the new master",
+        Duration::from_secs(30),
+        || stock(&mut promoted, "sku:sn:0") > 10,
+    );
+    // Once no move is under way, every unit not sold is in a part.
+    let sold = 95 + left;
+    wait_until(
+        "no unit lost or made in the moves",
+        Duration::from_secs(20),
+        || stock(&mut promoted, "sku:sn:0") + stock(&mut promoted, "sku:sn:1") == 200 - sold,
+    );
+    let mut rebalancer = rebalancer;
+    assert!(
+        rebalancer.child.try_wait().unwrap().is_none(),
+        "never restarted"
+    );
 }

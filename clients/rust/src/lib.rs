@@ -26,6 +26,8 @@
 //! ```
 
 pub mod command;
+#[cfg(feature = "sentinel")]
+pub mod endpoint;
 mod error;
 mod mask;
 pub mod reply;
