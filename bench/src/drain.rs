@@ -1,12 +1,15 @@
 //! Section (h): how fast seckill-orders turns a backlog of order-stream
 //! entries into rows, with one consumer and with two, against PostgreSQL's
-//! own `COPY` of the same rows.
+//! own `COPY` of the same rows; and what `--wait-replicas 1` costs one
+//! consumer on a master with a replica.
 
-use crate::report::{Drain, DrainRun};
+use crate::load::median;
+use crate::report::{Drain, DrainRun, ReplicaDrain};
 use postgres::{Client, NoTls};
 use redis::Connection;
+use seckill_harness::metrics::{sample, scrape};
 use seckill_harness::postgres::Postgres;
-use seckill_harness::{ok, Server};
+use seckill_harness::{command_calls, free_port, ok, server_info, Server};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +26,14 @@ const DRAIN_GIVE_UP: Duration = Duration::from_secs(300);
 /// How long after the last row the group may still show pending entries
 /// (each batch is acknowledged just after its commit).
 const ACK_GRACE: Duration = Duration::from_secs(5);
+/// Rounds of the pair of runs on the master with a replica: each run is
+/// one noisy sample on shared cores, and the ratio is what the rows are for.
+const REPLICA_ROUNDS: usize = 5;
+/// `--wait-timeout-ms` of the run that waits: the consumer's default,
+/// given explicitly so that the report can name it.
+pub const WAIT_TIMEOUT_MS: u64 = 1000;
+/// How long the replica may take to catch up with its master between runs.
+const CATCH_UP: Duration = Duration::from_secs(10);
 /// The consumer's columns, in its table's order.
 const COLUMNS: &str = "item, order_id, user_id, qty, status, stock_after, created_at_ms, \
                        updated_at_ms, last_entry_ms, last_entry_seq";
@@ -76,6 +87,7 @@ impl Consumers {
         group: &str,
         count: usize,
         logs: &Path,
+        flags: &[String],
     ) -> Consumers {
         let mut children = Vec::new();
         for n in 1..=count {
@@ -88,6 +100,7 @@ impl Consumers {
                 .args(["--stream", STREAM])
                 .args(["--group", group])
                 .args(["--consumer", &name])
+                .args(flags)
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
@@ -146,8 +159,28 @@ fn fresh_table(client: &mut Client) {
         .expect("drop the orders table");
 }
 
-/// `count` consumers in a new group `group` drain the whole stream: from
-/// the first process's start until `SELECT count(*)` reaches the backlog.
+/// One drain of the whole stream: who does it, and with which flags.
+struct Spec<'a> {
+    /// The row's first column.
+    what: String,
+    /// A new consumer group, so that the drain reads from the start.
+    group: &'a str,
+    /// Consumer processes.
+    count: usize,
+    /// The run's `--wait-replicas`, always given, so that a
+    /// `SECKILL_WAIT_REPLICAS` in the bench's environment changes nothing.
+    wait_replicas: u64,
+}
+
+/// What one drain took, and with `--wait-replicas`, how many pages the
+/// consumer held back because `WAIT` timed out (from its metrics).
+struct Drained {
+    run: DrainRun,
+    held_back: Option<f64>,
+}
+
+/// `spec.count` consumers in a new group drain the whole stream: from the
+/// first process's start until `SELECT count(*)` reaches the backlog.
 #[allow(clippy::too_many_arguments)]
 fn consumer_run(
     binary: &Path,
@@ -155,17 +188,41 @@ fn consumer_run(
     con: &mut Connection,
     pg: &Postgres,
     client: &mut Client,
-    group: &str,
-    count: usize,
+    spec: &Spec,
     entries: usize,
     logs: &Path,
     problems: &mut Vec<String>,
-) -> DrainRun {
+) -> Drained {
+    let Spec {
+        group,
+        count,
+        wait_replicas,
+        ..
+    } = *spec;
+    // Problems name the row they belong to: "2 consumer(s)" for a row
+    // whose first column is only the count.
+    let what = if spec.what.parse::<usize>().is_ok() {
+        format!("{count} consumer(s)")
+    } else {
+        spec.what.clone()
+    };
     fresh_table(client);
     let _: redis::Value = ok(con, &["XGROUP", "DESTROY", STREAM, group]);
+    let mut flags = vec!["--wait-replicas".to_owned(), wait_replicas.to_string()];
+    // The held-back count comes from the metrics, so only a run that waits
+    // serves them, and only with one process (one port).
+    let metrics_port = (wait_replicas > 0 && count == 1).then(free_port);
+    if let Some(port) = metrics_port {
+        flags.extend([
+            "--wait-timeout-ms".to_owned(),
+            WAIT_TIMEOUT_MS.to_string(),
+            "--metrics-addr".to_owned(),
+            format!("127.0.0.1:{port}"),
+        ]);
+    }
     let target = entries as i64;
     let started = Instant::now();
-    let mut consumers = Consumers::start(binary, server, pg, group, count, logs);
+    let mut consumers = Consumers::start(binary, server, pg, group, count, logs, &flags);
     let mut seconds = None;
     let seen = loop {
         let seen = rows(client);
@@ -174,12 +231,12 @@ fn consumer_run(
             break seen;
         }
         if let Some(exit) = consumers.exited() {
-            problems.push(format!("{count} consumer(s): {exit}"));
+            problems.push(format!("{what}: {exit}"));
             break seen;
         }
         if started.elapsed() > DRAIN_GIVE_UP {
             problems.push(format!(
-                "{count} consumer(s): {seen} of {entries} rows after {} s",
+                "{what}: {seen} of {entries} rows after {} s",
                 DRAIN_GIVE_UP.as_secs()
             ));
             break seen;
@@ -195,10 +252,17 @@ fn consumer_run(
         }
         if left != 0 {
             problems.push(format!(
-                "{count} consumer(s): {left} entries still pending {} s after the last row",
+                "{what}: {left} entries still pending {} s after the last row",
                 ACK_GRACE.as_secs()
             ));
         }
+    }
+    let held_back =
+        metrics_port.and_then(|port| sample(&scrape(port), "seckill_orders_pages_held_back_total"));
+    if metrics_port.is_some() && held_back.is_none() {
+        problems.push(format!(
+            "{what}: no seckill_orders_pages_held_back_total in its metrics"
+        ));
     }
     drop(consumers);
     let purchased: i64 = client
@@ -209,13 +273,16 @@ fn consumer_run(
         .map_or(-1, |row| row.get(0));
     if seconds.is_some() && (seen != target || purchased != target) {
         problems.push(format!(
-            "{count} consumer(s): {seen} rows, {purchased} purchases of 1 unit, for {entries} entries"
+            "{what}: {seen} rows, {purchased} purchases of 1 unit, for {entries} entries"
         ));
     }
-    DrainRun {
-        what: format!("{count}"),
-        rows: seen,
-        seconds,
+    Drained {
+        run: DrainRun {
+            what: spec.what.clone(),
+            rows: seen,
+            seconds,
+        },
+        held_back,
     }
 }
 
@@ -260,18 +327,9 @@ fn synchronous_commit(pg: &Postgres) -> String {
     pg.sql("SHOW synchronous_commit").trim().to_owned()
 }
 
-/// Section (h): one backlog of `entries` purchases, drained by one
-/// consumer, then by two in a new group, then copied by `COPY`; commits
-/// durable throughout, the cluster's setting restored afterwards.
-pub fn drain(
-    server: &Server,
-    con: &mut Connection,
-    pg: &Postgres,
-    binary: &Path,
-    entries: usize,
-) -> Drain {
-    let mut problems = Vec::new();
-    ok::<String>(con, &["FLUSHALL"]);
+/// The backlog: one item sells its `entries` units one at a time, each
+/// purchase a `purchase` entry in its stream.
+fn fill_backlog(con: &mut Connection, entries: usize, problems: &mut Vec<String>) {
     ok::<i64>(
         con,
         &["SECKILL.INIT", ITEM, &entries.to_string(), "STREAM", STREAM],
@@ -294,6 +352,23 @@ pub fn drain(
     if backlog != entries {
         problems.push(format!("{backlog} stream entries for {entries} purchases"));
     }
+}
+
+/// Section (h): one backlog of `entries` purchases, drained by one
+/// consumer, then by two in a new group, then copied by `COPY`, then the
+/// one-consumer drain without and with `--wait-replicas 1` on another
+/// master with a replica; commits durable throughout, the cluster's
+/// setting restored afterwards.
+pub fn drain(
+    server: &Server,
+    con: &mut Connection,
+    pg: &Postgres,
+    binary: &Path,
+    entries: usize,
+) -> Drain {
+    let mut problems = Vec::new();
+    ok::<String>(con, &["FLUSHALL"]);
+    fill_backlog(con, entries, &mut problems);
 
     // Durable commits, PostgreSQL's default, whatever earlier sections left.
     let found = synchronous_commit(pg);
@@ -315,26 +390,25 @@ pub fn drain(
     let mut runs = Vec::new();
     for (group, count) in [("drain-1", 1), ("drain-2", 2)] {
         println!("  {count} consumer(s), group {group}");
-        let run = consumer_run(
+        let spec = Spec {
+            what: format!("{count}"),
+            group,
+            count,
+            wait_replicas: 0,
+        };
+        let drained = consumer_run(
             binary,
             server,
             con,
             pg,
             &mut client,
-            group,
-            count,
+            &spec,
             entries,
             logs.path(),
             &mut problems,
         );
-        if let Some(seconds) = run.seconds {
-            println!(
-                "    {} rows in {seconds:.2} s: {:.0} rows/s",
-                run.rows,
-                run.rows as f64 / seconds
-            );
-        }
-        runs.push(run);
+        print_run(&drained.run);
+        runs.push(drained.run);
     }
     println!("  COPY of the same rows into a fresh table");
     let copy = if runs.iter().any(|run| run.rows == entries as i64) {
@@ -351,6 +425,7 @@ pub fn drain(
         problems.push("no consumer wrote every row, so there was nothing to COPY".to_owned());
         None
     };
+    let replica = replica_runs(binary, pg, &mut client, entries, logs.path(), &mut problems);
     let _ = client.batch_execute("DROP TABLE IF EXISTS seckill_orders, seckill_orders_schema");
     drop(client);
 
@@ -360,10 +435,152 @@ pub fn drain(
     Drain {
         entries,
         runs,
+        replica,
         copy,
         durable,
         found,
         poll: DRAIN_POLL,
         problems,
+    }
+}
+
+fn print_run(run: &DrainRun) {
+    if let Some(seconds) = run.seconds {
+        println!(
+            "    {} rows in {seconds:.2} s: {:.0} rows/s",
+            run.rows,
+            run.rows as f64 / seconds
+        );
+    }
+}
+
+/// A replication offset from INFO replication (`master_repl_offset`: on a
+/// replica, how far it has applied its master's stream).
+fn repl_offset(con: &mut Connection) -> Option<i64> {
+    server_info(con, "replication", "master_repl_offset")?
+        .parse()
+        .ok()
+}
+
+/// Waits until the replica has applied everything its master wrote, so
+/// that no run pays for replicating what an earlier one left (the backlog,
+/// the previous group's acknowledgements); false after `CATCH_UP`.
+fn caught_up(master: &mut Connection, replica: &mut Connection) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < CATCH_UP {
+        let (wanted, got) = (repl_offset(master), repl_offset(replica));
+        if wanted.is_some() && wanted == got {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// The median of the runs that reached the backlog, as one row; `None`
+/// seconds when none did.
+fn median_run(what: String, runs: &[DrainRun]) -> DrainRun {
+    let seconds: Vec<f64> = runs.iter().filter_map(|run| run.seconds).collect();
+    DrainRun {
+        what,
+        rows: runs.iter().map(|run| run.rows).min().unwrap_or(0),
+        seconds: (!seconds.is_empty()).then(|| median(seconds)),
+    }
+}
+
+/// The one-consumer drain of the same backlog on a master of its own with
+/// one replica attached, without and with `--wait-replicas 1`, in
+/// `REPLICA_ROUNDS` rounds that take the two in turn (which goes first
+/// alternates, so that a drift in the machine's load favours neither).
+/// A master of its own, so that the replica and its replication backlog
+/// touch no other section's server.
+fn replica_runs(
+    binary: &Path,
+    pg: &Postgres,
+    client: &mut Client,
+    entries: usize,
+    logs: &Path,
+    problems: &mut Vec<String>,
+) -> ReplicaDrain {
+    let master = Server::start_with(&["--appendonly", "no"]);
+    let mut con = master.client();
+    fill_backlog(&mut con, entries, problems);
+    println!("  a replica of that master (full sync)");
+    let replica = Server::start_replica_of(&master);
+    let mut replica_con = replica.client();
+    let plain = Spec {
+        what: "1, master with a replica".to_owned(),
+        group: "drain-replica",
+        count: 1,
+        wait_replicas: 0,
+    };
+    let waiting = Spec {
+        what: "1, master with a replica, `--wait-replicas 1`".to_owned(),
+        group: "drain-wait",
+        count: 1,
+        wait_replicas: 1,
+    };
+    // WAIT's calls tell that the waiting runs did wait (a flag the
+    // consumer ignored would look like a free wait).
+    ok::<String>(&mut con, &["CONFIG", "RESETSTAT"]);
+    let (mut plain_runs, mut waiting_runs) = (Vec::new(), Vec::new());
+    let mut held_back = 0.0;
+    for round in 0..REPLICA_ROUNDS {
+        let order = if round % 2 == 0 {
+            [&plain, &waiting]
+        } else {
+            [&waiting, &plain]
+        };
+        for spec in order {
+            println!(
+                "  round {}/{REPLICA_ROUNDS}: {}",
+                round + 1,
+                spec.what.replace('`', "")
+            );
+            if !caught_up(&mut con, &mut replica_con) {
+                problems.push(format!(
+                    "the replica had not caught up with its master after {} s",
+                    CATCH_UP.as_secs()
+                ));
+            }
+            let drained = consumer_run(
+                binary, &master, &mut con, pg, client, spec, entries, logs, problems,
+            );
+            print_run(&drained.run);
+            held_back += drained.held_back.unwrap_or(0.0);
+            if spec.wait_replicas > 0 {
+                waiting_runs.push(drained.run);
+            } else {
+                plain_runs.push(drained.run);
+            }
+        }
+    }
+    // Each round's two runs are neighbours in time, so their ratio is
+    // taken round by round: a drift of the shared machine's load between
+    // rounds then moves both sides of it.
+    let ratios: Vec<f64> = plain_runs
+        .iter()
+        .zip(&waiting_runs)
+        .filter_map(|(plain, waiting)| Some(waiting.rate()? / plain.rate()?))
+        .collect();
+    let waits = command_calls(&mut con, "wait");
+    if waits == 0 {
+        problems.push("the consumer with --wait-replicas 1 sent no WAIT".to_owned());
+    }
+    let link = server_info(&mut replica_con, "replication", "master_link_status");
+    if link.as_deref() != Some("up") {
+        problems.push(format!(
+            "the replica's link to its master was {} after the runs",
+            link.as_deref().unwrap_or("unknown")
+        ));
+    }
+    ReplicaDrain {
+        rounds: REPLICA_ROUNDS,
+        without: median_run(plain.what, &plain_runs),
+        waiting: median_run(waiting.what, &waiting_runs),
+        ratio: (!ratios.is_empty()).then(|| median(ratios)),
+        held_back,
+        waits,
+        wait_timeout_ms: WAIT_TIMEOUT_MS,
     }
 }

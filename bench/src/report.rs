@@ -213,10 +213,30 @@ pub struct DrainRun {
 }
 
 impl DrainRun {
-    fn rate(&self) -> Option<f64> {
+    pub fn rate(&self) -> Option<f64> {
         let seconds = self.seconds?;
         (seconds > 0.0).then(|| self.rows as f64 / seconds)
     }
+}
+
+/// The one-consumer drain on a master with one replica attached, without
+/// and with `--wait-replicas 1`.
+pub struct ReplicaDrain {
+    /// Rounds each row is the median of.
+    pub rounds: usize,
+    pub without: DrainRun,
+    pub waiting: DrainRun,
+    /// The median over the rounds of the waiting run's rate over the
+    /// other run's in the same round; `None` if no round had both.
+    pub ratio: Option<f64>,
+    /// Pages the waiting consumer left pending because `WAIT` timed out,
+    /// over all its rounds.
+    pub held_back: f64,
+    /// `WAIT`s the master answered over all the waiting rounds: one per
+    /// page, and one more per page held back.
+    pub waits: i64,
+    /// The waiting consumer's `--wait-timeout-ms`.
+    pub wait_timeout_ms: u64,
 }
 
 pub struct Drain {
@@ -224,6 +244,8 @@ pub struct Drain {
     pub entries: usize,
     /// One consumer, then two.
     pub runs: Vec<DrainRun>,
+    /// The cost of `--wait-replicas`, measured on a master of its own.
+    pub replica: ReplicaDrain,
     /// PostgreSQL's own `COPY` of the same rows; `None` if no consumer
     /// wrote them all.
     pub copy: Option<DrainRun>,
@@ -276,19 +298,66 @@ impl Drain {
         } else {
             out.push('.');
         }
+        let replica = &self.replica;
+        let _ = write!(
+            out,
+            "\n\nThe two rows \"master with a replica\" measure what `--wait-replicas 1` costs: \
+             the same backlog on another server, with one replica attached \
+             (`--replicaof`, fully synced) before any consumer starts, drained by one \
+             consumer without the wait (`--wait-replicas 0`) and with it (`--wait-replicas 1 \
+             --wait-timeout-ms {timeout}`). With the wait, before committing each page of \
+             entries it reads, the consumer sends a fencing `XCLAIM ... JUSTID` of the page's last \
+             entry and `WAIT 1 {timeout}` on the connection that read it, and commits the page \
+             only once the replica holds it: two more round trips to Redis, and a wait for the \
+             replica's acknowledgement, per page. Before each run the bench waits until the \
+             replica's replication offset equals its master's. Each of the two rows is the \
+             median of {rounds} rounds that take the two in turn, which one goes first \
+             alternating; \"× without wait\" is the median over the rounds of the waiting \
+             run's rate over the other run's in the same round, so that a drift in the shared \
+             machine's load from one round to the next cancels out. The \
+             waiting consumer sent {waits} `WAIT`s over its {rounds} rounds; {held} {held_pages} \
+             held back by one that timed out.",
+            timeout = replica.wait_timeout_ms,
+            rounds = replica.rounds,
+            waits = replica.waits,
+            held = if replica.held_back == 0.0 {
+                "no".to_owned()
+            } else {
+                format!("{:.0}", replica.held_back)
+            },
+            held_pages = if replica.held_back == 1.0 {
+                "page was"
+            } else {
+                "pages were"
+            },
+        );
         out.push_str(
-            "\n\n| consumers | rows | seconds | rows/s | × COPY |\n|---|--:|--:|--:|--:|\n",
+            "\n\n| consumers | rows | seconds | rows/s | × COPY | × without wait |\n\
+             |---|--:|--:|--:|--:|--:|\n",
         );
         let copy_rate = self.copy.as_ref().and_then(DrainRun::rate);
-        for run in self.runs.iter().chain(&self.copy) {
+        // "× without wait" belongs to the two rows on the master with a
+        // replica only: the others' cell stays empty ("–" would say a
+        // figure is missing).
+        let rows = self
+            .runs
+            .iter()
+            .map(|run| (run, None))
+            .chain([
+                (&replica.without, Some(replica.without.rate().map(|_| 1.0))),
+                (&replica.waiting, Some(replica.ratio)),
+            ])
+            .chain(self.copy.iter().map(|run| (run, None)));
+        for (run, against_without) in rows {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 run.what,
                 run.rows,
                 show(run.seconds, 2),
                 show(run.rate(), 0),
                 show_ratio(ratio(run.rate(), copy_rate)),
+                against_without.map_or_else(String::new, show_ratio),
             );
         }
         if !self.problems.is_empty() {
