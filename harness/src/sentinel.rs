@@ -97,6 +97,25 @@ impl Sentinel {
         self.try_client().expect("cannot connect to a sentinel")
     }
 
+    /// SIGSTOP: it keeps its connections open and answers nothing, as a
+    /// hung host would.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("a running sentinel").id();
+        let sent = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
     pub fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default()
     }
@@ -115,6 +134,7 @@ impl Sentinel {
 impl Drop for Sentinel {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A paused one would take SIGKILL all the same.
             let _ = child.kill();
             let _ = child.wait();
         }

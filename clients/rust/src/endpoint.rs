@@ -5,7 +5,10 @@
 //! connection, after a lost one and after a `READONLY` reply alike: with
 //! sentinels, that asks them again, so a failover is followed without a
 //! restart. redis-rs does the asking (`SENTINEL MASTERS`, then `ROLE` on
-//! the address they give, so a demoted master is never taken for one).
+//! the address they give, so a demoted master is never taken for one),
+//! through its async connections, which time out: a sentinel that stopped
+//! answering without closing its connections is passed over for the next
+//! one instead of holding the program forever.
 
 use crate::mask_password;
 use redis::io::tcp::TcpSettings;
@@ -97,6 +100,8 @@ pub enum Endpoint {
     Sentinel {
         /// Locked because asking caches connections to the sentinels.
         sentinels: Mutex<SentinelClient>,
+        /// Runs the asking; one thread, the caller's.
+        runtime: tokio::runtime::Runtime,
         master_name: String,
         /// The sentinels, for logs.
         sentinel_list: String,
@@ -107,6 +112,8 @@ pub enum Endpoint {
 
 /// How long a sentinel that stopped answering may hold a request.
 const SENTINEL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest one search for the master may take, every sentinel tried.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Endpoint {
     /// The endpoint the settings describe, or a configuration error that
@@ -206,8 +213,19 @@ impl Endpoint {
             })
             .collect::<Vec<_>>()
             .join(",");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|err| {
+                format!(
+                    "{}: cannot start the sentinel client: {err}",
+                    sentinels.from
+                )
+            })?;
         Ok(Endpoint::Sentinel {
             sentinels: Mutex::new(client),
+            runtime,
             master_name: master_name.to_owned(),
             shown: format!("master {master_name} of sentinels {sentinel_list}"),
             sentinel_list,
@@ -222,6 +240,7 @@ impl Endpoint {
             Endpoint::Url { client, .. } => Ok(client.clone()),
             Endpoint::Sentinel {
                 sentinels,
+                runtime,
                 master_name,
                 sentinel_list,
                 ..
@@ -231,9 +250,17 @@ impl Endpoint {
                 let mut sentinels = sentinels
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                sentinels.get_client().map_err(|err| {
-                    format!("no master {master_name} from the sentinels {sentinel_list}: {err}")
-                })
+                let found = runtime.block_on(async {
+                    tokio::time::timeout(LOOKUP_TIMEOUT, sentinels.async_get_client()).await
+                });
+                let problem = match found {
+                    Ok(Ok(client)) => return Ok(client),
+                    Ok(Err(err)) => err.to_string(),
+                    Err(_) => format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()),
+                };
+                Err(format!(
+                    "no master {master_name} from the sentinels {sentinel_list}: {problem}"
+                ))
             }
         }
     }
