@@ -2,6 +2,7 @@
 //! the ledger of request ids. This module knows nothing about Redis, so every
 //! rule of the sale is unit- and property-tested without a server.
 
+mod bookkeeping;
 mod change;
 pub mod codec;
 mod index;
