@@ -20,8 +20,12 @@
 //! anyway, and a walk of the arena visits buyers in handle order: a full
 //! check of an item is one front-to-back pass, with nothing to sort.
 
+mod arena;
+
 use super::index::{prefetch, tag_of, Index};
 use super::radix;
+use arena::*;
+pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
@@ -30,11 +34,6 @@ use std::sync::LazyLock;
 
 /// How many records ahead a full pass prefetches.
 pub const READ_AHEAD: usize = 16;
-/// Largest arena chunk; positions inside a chunk fit in 16 bits.
-const MAX_CHUNK: usize = 1 << 16;
-const FIRST_CHUNK: usize = 256;
-/// Chunk numbers fit in the other 16 bits of a handle.
-const MAX_CHUNKS: usize = 1 << 16;
 
 /// Records a loader has written to the arena and not indexed yet, as
 /// (tag, handle) index slots: see `Ledger::index_unindexed`.
@@ -68,184 +67,6 @@ impl Unindexed {
 pub enum Duplicate {
     Buyer,
     Request,
-}
-
-/// The arena or an index cannot take another record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Full;
-
-#[derive(Clone, Default)]
-struct Arena {
-    chunks: Vec<Vec<u8>>,
-}
-
-impl Arena {
-    /// Appends the record `write` writes, of at most `len` bytes, and
-    /// returns its handle. Written in place, field by field: building it
-    /// elsewhere first cost a copy of every record a load stores.
-    fn push(&mut self, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> Result<u32, Full> {
-        let fits = self
-            .chunks
-            .last()
-            .is_some_and(|chunk| chunk.len() + len <= chunk.capacity());
-        if !fits {
-            if self.chunks.len() >= MAX_CHUNKS || len > MAX_CHUNK {
-                return Err(Full);
-            }
-            // Chunks double up to MAX_CHUNK, so a small item stays small.
-            let size = (FIRST_CHUNK << self.chunks.len().min(8)).clamp(len, MAX_CHUNK);
-            self.chunks.push(Vec::with_capacity(size));
-        }
-        let number = self.chunks.len() - 1;
-        let chunk = self.chunks.last_mut().ok_or(Full)?;
-        let position = chunk.len();
-        write(chunk);
-        debug_assert!(
-            chunk.len() - position <= len,
-            "a record longer than announced"
-        );
-        Ok(((number << 16) | position) as u32)
-    }
-
-    /// The bytes from the record at `handle` to the end of its chunk.
-    fn record(&self, handle: u32) -> &[u8] {
-        let (number, position) = (handle as usize >> 16, handle as usize & 0xffff);
-        self.chunks
-            .get(number)
-            .and_then(|chunk| chunk.get(position..))
-            .unwrap_or(&[])
-    }
-
-    fn record_mut(&mut self, handle: u32) -> &mut [u8] {
-        let (number, position) = (handle as usize >> 16, handle as usize & 0xffff);
-        self.chunks
-            .get_mut(number)
-            .and_then(|chunk| chunk.get_mut(position..))
-            .unwrap_or(&mut [])
-    }
-
-    /// True if records of `first` and then `second` bytes can be pushed.
-    fn has_room(&self, first: usize, second: usize) -> bool {
-        let spare = self
-            .chunks
-            .last()
-            .map_or(0, |chunk| chunk.capacity() - chunk.len());
-        let new_chunks = MAX_CHUNKS.saturating_sub(self.chunks.len());
-        // Each record either fits what is left, or opens a fresh chunk.
-        match (first + second <= spare, first <= spare) {
-            (true, _) => true,
-            (false, true) => new_chunks >= 1,
-            (false, false) => new_chunks >= 2 || (new_chunks == 1 && first + second <= MAX_CHUNK),
-        }
-    }
-
-    fn allocated(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
-            + self.chunks.iter().map(Vec::capacity).sum::<usize>()
-    }
-}
-
-/// The most bytes a buyer record takes besides its name: the length byte
-/// and 8 bytes of units.
-const BUYER_RECORD_EXTRA: usize = 9;
-/// The most bytes a request record takes besides its id: the length byte,
-/// the state, the buyer's handle and three varints of up to 10 bytes.
-const REQUEST_RECORD_EXTRA: usize = 1 + 1 + 4 + 3 * 10;
-
-/// Marks a request record in its length byte, so that the arena can be
-/// walked record by record (see `ArenaWalk`).
-const REQUEST_MARK: u8 = 0x80;
-
-/// The length byte of a record starting with `id`: the length less one
-/// (ids are 1 to 128 bytes), with `REQUEST_MARK` on a request record.
-fn length_byte(id: &[u8], request: bool) -> u8 {
-    let len = id.len().saturating_sub(1).min(0x7f) as u8;
-    if request {
-        len | REQUEST_MARK
-    } else {
-        len
-    }
-}
-
-/// The length of the id a length byte announces.
-fn id_len(length_byte: u8) -> usize {
-    usize::from(length_byte & !REQUEST_MARK) + 1
-}
-
-/// The id at the start of a record: a length byte, then the bytes.
-fn leading_id(record: &[u8]) -> &[u8] {
-    let len = record.first().map_or(0, |byte| id_len(*byte));
-    record.get(1..1 + len).unwrap_or(&[])
-}
-
-/// What a record of the arena is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RecordKind {
-    Buyer,
-    Request,
-}
-
-/// The records of an arena in the order they were written: each chunk from
-/// its start, one record after the other.
-struct ArenaWalk<'a> {
-    chunks: &'a [Vec<u8>],
-    number: usize,
-    position: usize,
-}
-
-impl Iterator for ArenaWalk<'_> {
-    type Item = (u32, RecordKind);
-
-    fn next(&mut self) -> Option<(u32, RecordKind)> {
-        loop {
-            let chunk = self.chunks.get(self.number)?;
-            let Some(rest) = chunk.get(self.position..).filter(|rest| !rest.is_empty()) else {
-                self.number += 1;
-                self.position = 0;
-                continue;
-            };
-            let handle = ((self.number << 16) | self.position) as u32;
-            let first = rest.first().copied().unwrap_or(0);
-            let after_id = 1 + id_len(first);
-            if first & REQUEST_MARK == 0 {
-                // The name, then the units.
-                self.position += after_id + 8;
-                return Some((handle, RecordKind::Buyer));
-            }
-            // State and buyer handle, then three varints.
-            let mut tail = rest.get(after_id + 5..).unwrap_or(&[]);
-            for _ in 0..3 {
-                take_varint(&mut tail);
-            }
-            self.position = chunk.len() - tail.len();
-            return Some((handle, RecordKind::Request));
-        }
-    }
-}
-
-/// Appends `value` as a varint: seven bits a byte, low first; ten bytes
-/// hold any u64.
-pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn take_varint(input: &mut &[u8]) -> u64 {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let Some((&byte, rest)) = input.split_first() else {
-            break;
-        };
-        *input = rest;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            break;
-        }
-    }
-    value
 }
 
 /// Sorts records by an arena handle, stably (see `radix`).
@@ -844,58 +665,4 @@ impl Ledger {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_arena_walk_visits_every_record_once_in_order() {
-        let mut ledger = Ledger::new();
-        let mut expected_requests = Vec::new();
-        for n in 0..5_000u64 {
-            // Ids of every length from 1 to 128 bytes, and varints of every
-            // width.
-            let user = vec![b'u'; 1 + (n as usize % 128)];
-            let buyer = match ledger.find_buyer(&user) {
-                Lookup::Found(buyer) => buyer,
-                Lookup::Missing(hash) => ledger.add_buyer(hash, &user, 0).unwrap(),
-            };
-            let id = format!("{n:0>width$}", width = 1 + (n as usize * 7) % 128);
-            let Lookup::Missing(hash) = ledger.find_request(id.as_bytes()) else {
-                panic!("fresh id");
-            };
-            let request = NewRequest {
-                qty: 1 + (n as i64) * 1_000_003 % i64::MAX,
-                reply: (1i64 << (n % 63)) - 1,
-                state: RequestState::from_code((n % 4) as u8).unwrap(),
-                deadline: i64::MAX - n as i64,
-            };
-            expected_requests.push(
-                ledger
-                    .add_request(hash, id.as_bytes(), &buyer, request)
-                    .unwrap(),
-            );
-        }
-        let walked: Vec<u32> = ledger.request_handles_in_arena_order().collect();
-        assert_eq!(walked, expected_requests, "arena order is insertion order");
-        let mut indexed: Vec<u32> = ledger.request_handles().collect();
-        indexed.sort_unstable();
-        assert_eq!(indexed, walked);
-        let buyers = ledger
-            .walk()
-            .filter(|(_, kind)| *kind == RecordKind::Buyer)
-            .count();
-        assert_eq!(buyers, 128);
-        assert_eq!(buyers, ledger.buyer_count());
-    }
-
-    #[test]
-    fn sorting_by_handle_is_stable_and_exact() {
-        let mut records: Vec<(u32, u32)> = (0..100_000u32)
-            .map(|n| (n.wrapping_mul(2_654_435_761) % 5_000_000, n))
-            .collect();
-        let mut expected = records.clone();
-        expected.sort_by_key(|(handle, _)| *handle);
-        sort_by_handle(&mut records, |(handle, _)| *handle);
-        assert_eq!(records, expected);
-    }
-}
+mod tests;
