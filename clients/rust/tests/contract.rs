@@ -1,0 +1,387 @@
+//! The Rust client against `contract/seckill.json`, the file the module's
+//! tests and the other client libraries' tests read too: every error the
+//! contract can provoke, sent to a real server and sorted by this crate's
+//! classifier into the contract's kind, code, text and retryability; the
+//! outcome names and codes of DEDUCT, CONFIRM and SETTLE; INFO's fields.
+
+use redis::{Connection, FromRedisValue, RedisError, Value};
+use seckill_client::{
+    ConfirmOutcome, DeductResult, Error, ErrorKind, ItemInfo, Outcome, SeckillError, SettleOutcome,
+};
+use seckill_harness::Server;
+use serde_json::Value as Json;
+use std::path::Path;
+
+fn contract() -> Json {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract/seckill.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    serde_json::from_str(&text).expect("contract/seckill.json is not valid JSON")
+}
+
+fn text<'a>(value: &'a Json, field: &str) -> &'a str {
+    value[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} should be a string in {value}"))
+}
+
+fn list<'a>(value: &'a Json, field: &str) -> &'a [Json] {
+    value[field].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// A command of the contract with `$KEY` (and `$N`) replaced.
+fn command(args: &Json, key: &str, n: Option<usize>) -> redis::Cmd {
+    let args = args.as_array().expect("a command is an array of strings");
+    let mut words = args.iter().map(|arg| {
+        let arg = arg.as_str().expect("a command is an array of strings");
+        let arg = arg.replace("$KEY", key);
+        match n {
+            Some(n) => arg.replace("$N", &n.to_string()),
+            None => arg,
+        }
+    });
+    let mut cmd = redis::cmd(&words.next().expect("an empty command"));
+    for word in words {
+        cmd.arg(word);
+    }
+    cmd
+}
+
+/// Provokes one case: setup, the trigger decoded as `T`, cleanup (run
+/// whatever the trigger replied, so the server stays fresh).
+fn provoke<T: FromRedisValue>(
+    server: &Server,
+    con: &mut Connection,
+    case: &Json,
+    key: &str,
+) -> Result<T, RedisError> {
+    let must = |con: &mut Connection, args: &Json| {
+        command(args, key, None)
+            .query::<Value>(con)
+            .unwrap_or_else(|err| panic!("{args} for {key} failed: {err}"));
+    };
+    for args in list(case, "setup") {
+        must(con, args);
+    }
+    if let Some(repeated) = case.get("setup_repeated") {
+        let mut pipe = redis::pipe();
+        for n in 0..repeated["times"].as_u64().expect("times") as usize {
+            pipe.add_command(command(&repeated["command"], key, Some(n)));
+        }
+        pipe.query::<Vec<Value>>(con)
+            .unwrap_or_else(|err| panic!("the repeated setup for {key} failed: {err}"));
+    }
+    let reply = match case.get("trigger_as") {
+        Some(user) => {
+            let mut as_user = server.client();
+            redis::cmd("AUTH")
+                .arg(text(user, "user").replace("$KEY", key))
+                .arg(text(user, "password"))
+                .query::<()>(&mut as_user)
+                .expect("AUTH as the case's user");
+            command(&case["trigger"], key, None).query(&mut as_user)
+        }
+        None => command(&case["trigger"], key, None).query(con),
+    };
+    for args in list(case, "cleanup") {
+        must(con, args);
+    }
+    reply
+}
+
+/// Every kind of this crate; the match makes a new one fail to compile
+/// here until it is added to the list (and to the contract).
+fn all_kinds() -> Vec<ErrorKind> {
+    let kinds = [
+        ErrorKind::RequestIdConflict,
+        ErrorKind::OrderStream,
+        ErrorKind::ItemFull,
+        ErrorKind::WrongType,
+        ErrorKind::NoPermission,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Unavailable,
+    ];
+    for kind in kinds {
+        match kind {
+            ErrorKind::RequestIdConflict
+            | ErrorKind::OrderStream
+            | ErrorKind::ItemFull
+            | ErrorKind::WrongType
+            | ErrorKind::NoPermission
+            | ErrorKind::InvalidArgument
+            | ErrorKind::Unavailable => {}
+        }
+    }
+    kinds.to_vec()
+}
+
+#[test]
+fn the_kinds_are_the_contracts() {
+    let contract = contract();
+    let mut ours: Vec<&str> = all_kinds().into_iter().map(ErrorKind::name).collect();
+    ours.sort();
+    let theirs: Vec<&str> = list(&contract, "kinds")
+        .iter()
+        .map(|k| text(k, "name"))
+        .collect();
+    assert_eq!(ours, theirs);
+    let unavailable = list(&contract, "kinds")
+        .iter()
+        .find(|k| text(k, "name") == "UNAVAILABLE")
+        .unwrap();
+    for code in list(unavailable, "server_codes") {
+        let code = code.as_str().unwrap();
+        assert_eq!(
+            ErrorKind::of_server_error(code, "any text"),
+            Some(ErrorKind::Unavailable),
+            "{code}"
+        );
+    }
+}
+
+/// Every listed text, provocable or not, is sorted into its kind, and a
+/// module error is retryable exactly when the contract says so.
+#[test]
+fn every_contract_text_is_classified_as_its_kind() {
+    let contract = contract();
+    for error in list(&contract, "errors") {
+        let name = text(error, "name");
+        let code = text(error, "code");
+        let shown = error.get("text").or_else(|| error.get("template")).unwrap();
+        let message = shown.as_str().unwrap()[code.len()..].trim_start();
+        let kind = ErrorKind::of_server_error(code, message);
+        assert_eq!(
+            kind.map(ErrorKind::name),
+            Some(text(error, "kind")),
+            "{name}"
+        );
+        if kind != Some(ErrorKind::Unavailable) {
+            let err = SeckillError {
+                kind: kind.unwrap(),
+                code: code.to_owned(),
+                message: message.to_owned(),
+            };
+            assert_eq!(
+                Some(err.retryable()),
+                error["retryable"].as_bool(),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_provocable_error_is_typed_as_the_contract_says() {
+    let contract = contract();
+    let server = Server::start();
+    let mut con = server.client();
+    let mut provoked = 0;
+    for error in list(&contract, "errors") {
+        let name = text(error, "name");
+        let Some(case) = error.get("provoke") else {
+            continue;
+        };
+        let key = format!("contract-{name}");
+        let raw = match provoke::<Value>(&server, &mut con, case, &key) {
+            Ok(reply) => panic!("{name} should have failed, replied {reply:?}"),
+            Err(err) => err,
+        };
+        let typed = Error::from(raw);
+        assert_eq!(
+            typed.kind().map(ErrorKind::name),
+            Some(text(error, "kind")),
+            "{name}"
+        );
+        assert_eq!(
+            Some(typed.retryable()),
+            error["retryable"].as_bool(),
+            "{name}"
+        );
+        let (code, line) = match &typed {
+            Error::Seckill(err) => (err.code.clone(), format!("{} {}", err.code, err.message)),
+            Error::Unavailable(err) => (
+                err.code().unwrap_or_default().to_owned(),
+                format!(
+                    "{} {}",
+                    err.code().unwrap_or_default(),
+                    err.detail().unwrap_or_default()
+                ),
+            ),
+            Error::Redis(err) => panic!("{name}: left untyped: {err}"),
+        };
+        assert_eq!(code, text(error, "code"), "{name}");
+        let mut accepted = vec![text(error, "text")];
+        accepted.extend(list(error, "other_texts").iter().filter_map(Json::as_str));
+        assert!(
+            accepted.contains(&line.as_str()),
+            "{name}: typed as {line:?}, the contract says {accepted:?}"
+        );
+        provoked += 1;
+    }
+    assert!(provoked >= 30, "only {provoked} errors provoked");
+}
+
+/// `AlreadyFinal` -> `ALREADY_FINAL`: the name the other libraries give.
+fn screaming(debug: impl std::fmt::Debug) -> String {
+    let mut out = String::new();
+    for (i, c) in format!("{debug:?}").chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+#[test]
+fn outcome_names_and_codes_are_the_contracts() {
+    let contract = contract();
+    let server = Server::start();
+    let mut con = server.client();
+    let outcomes = &contract["outcomes"];
+    let names = |command: &str| -> Vec<String> {
+        let mut names: Vec<String> = list(outcomes, command)
+            .iter()
+            .map(|o| text(o, "name").to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let mut ours: Vec<String> = [
+        Outcome::Bought,
+        Outcome::SoldOut,
+        Outcome::LimitReached,
+        Outcome::NoItem,
+        Outcome::Cancelled,
+        Outcome::NotStarted,
+        Outcome::Ended,
+    ]
+    .map(|o| o.name().to_owned())
+    .to_vec();
+    ours.sort();
+    assert_eq!(ours, names("SECKILL.DEDUCT"));
+    let mut ours: Vec<String> = [
+        ConfirmOutcome::Confirmed,
+        ConfirmOutcome::AlreadyFinal,
+        ConfirmOutcome::Cancelled,
+        ConfirmOutcome::NoItem,
+    ]
+    .map(screaming)
+    .to_vec();
+    ours.sort();
+    assert_eq!(ours, names("SECKILL.CONFIRM"));
+    let mut ours: Vec<String> = [
+        SettleOutcome::Settled,
+        SettleOutcome::AlreadySettled,
+        SettleOutcome::Unknown,
+        SettleOutcome::NoItem,
+    ]
+    .map(screaming)
+    .to_vec();
+    ours.sort();
+    assert_eq!(ours, names("SECKILL.SETTLE"));
+
+    for (command, _) in outcomes.as_object().unwrap() {
+        for outcome in list(outcomes, command) {
+            let name = text(outcome, "name");
+            let code = outcome["code"].as_i64().unwrap();
+            let key = format!("contract-{command}-{name}");
+            let case = &outcome["provoke"];
+            let reply = case["reply"].as_i64().unwrap();
+            let got = match command.as_str() {
+                "SECKILL.DEDUCT" => {
+                    assert_eq!(Outcome::of_reply(code).map(Outcome::name), Some(name));
+                    let result: DeductResult = provoke(&server, &mut con, case, &key).unwrap();
+                    let stock = (name == "BOUGHT").then_some(reply);
+                    assert_eq!(result.stock, stock, "{command} {name}");
+                    result.outcome.name().to_owned()
+                }
+                "SECKILL.CONFIRM" => {
+                    let decoded = ConfirmOutcome::from_redis_value(Value::Int(code)).unwrap();
+                    assert_eq!(screaming(decoded), name);
+                    screaming(provoke::<ConfirmOutcome>(&server, &mut con, case, &key).unwrap())
+                }
+                "SECKILL.SETTLE" => {
+                    let decoded = SettleOutcome::from_redis_value(Value::Int(code)).unwrap();
+                    assert_eq!(screaming(decoded), name);
+                    screaming(provoke::<SettleOutcome>(&server, &mut con, case, &key).unwrap())
+                }
+                other => {
+                    panic!("the contract names outcomes of {other}, which this crate does not type")
+                }
+            };
+            assert_eq!(got, name, "{command}");
+        }
+    }
+}
+
+/// `ItemInfo { stock: 1, unlimited: true, ... }` as (field, value) pairs.
+fn debug_fields(info: &ItemInfo) -> Vec<(String, String)> {
+    let shown = format!("{info:?}");
+    let inner = shown
+        .strip_prefix("ItemInfo { ")
+        .and_then(|rest| rest.strip_suffix(" }"))
+        .expect("ItemInfo's Debug form");
+    inner
+        .split(", ")
+        .map(|pair| {
+            let (name, value) = pair.split_once(": ").expect("field: value");
+            (name.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn item_info_reads_the_contract_fields() {
+    let contract = contract();
+    let fields = list(&contract, "info_fields");
+    let names: Vec<&str> = fields.iter().map(|f| text(f, "name")).collect();
+
+    // What the server sends, in order, is what the contract lists ...
+    let server = Server::start();
+    let mut con = server.client();
+    redis::cmd("SECKILL.INIT")
+        .arg("{contract}")
+        .arg(10)
+        .arg("STREAM")
+        .arg("{contract}:orders")
+        .query::<i64>(&mut con)
+        .unwrap();
+    let raw: Vec<Value> = redis::cmd("SECKILL.INFO")
+        .arg("{contract}")
+        .query(&mut con)
+        .unwrap();
+    let sent: Vec<String> = raw
+        .iter()
+        .step_by(2)
+        .map(|name| String::from_redis_value(name.clone()).unwrap())
+        .collect();
+    assert_eq!(sent, names);
+    let info: ItemInfo = redis::cmd("SECKILL.INFO")
+        .arg("{contract}")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(info.stream.as_deref(), Some("{contract}:orders"));
+
+    // ... and ItemInfo has those fields, in that order, each read from the
+    // field of its name: every one gets a value of its own, with the flags
+    // both ways.
+    for flag in [0, 1] {
+        let mut reply = Vec::new();
+        let mut expected = Vec::new();
+        for (i, field) in fields.iter().enumerate() {
+            let name = text(field, "name");
+            reply.push(Value::BulkString(name.as_bytes().to_vec()));
+            let (value, shown) = match text(field, "type") {
+                "integer" => (Value::Int(100 + i as i64), (100 + i).to_string()),
+                "flag" => (Value::Int(flag), (flag == 1).to_string()),
+                "key or nil" => (Value::BulkString(b"s".to_vec()), "Some(\"s\")".to_owned()),
+                other => panic!("an INFO field of type {other}"),
+            };
+            reply.push(value);
+            expected.push((name.to_owned(), shown));
+        }
+        let info = ItemInfo::from_redis_value(Value::Array(reply)).unwrap();
+        assert_eq!(debug_fields(&info), expected);
+    }
+}
