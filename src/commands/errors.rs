@@ -1,0 +1,66 @@
+//! The error replies of the SECKILL.* commands, in one place. Redis sends
+//! them verbatim, so each starts with its code; where Redis itself has
+//! wording for the same fault, it is reused.
+
+use crate::item_key::WrongType;
+use crate::sale_item::ItemError;
+use redis_module::RedisError;
+
+pub(super) const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub(super) const ERR_NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub(super) const ERR_BAD_STOCK: &str =
+    "ERR stock must be a non-negative integer below 9223372036854775807, or UNLIMITED";
+pub(super) const ERR_BAD_LIMIT: &str = "ERR LIMIT must be a non-negative integer";
+pub(super) const ERR_SYNTAX: &str = "ERR syntax error";
+pub(super) const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub(super) const ERR_BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
+pub(super) const ERR_BAD_USER: &str = "ERR user id must be 1 to 128 bytes";
+pub(super) const ERR_BAD_REQUEST: &str = "ERR request id must be 1 to 128 bytes";
+pub(super) const ERR_BAD_ID: &str = "ERR user ids and request ids must be 1 to 128 bytes";
+pub(super) const ERR_FULL: &str = "ERR sale item is full: it cannot record more purchases";
+pub(super) const ERR_REQUEST_MISMATCH: &str =
+    "ERR request id was already used by another user or for another quantity";
+pub(super) const ERR_TRANSFER_MISMATCH: &str =
+    "ERR transfer id was already used for another quantity or the other direction";
+pub(super) const ERR_UNLIMITED_TRANSFER: &str = "ERR an unlimited item moves no units";
+pub(super) const ERR_TOO_MANY_TRANSFERS: &str =
+    "ERR sale item is full: it cannot record more transfers (10000 at most)";
+pub(super) const ERR_BAD_TRANSFER: &str = "ERR transfer id must be 1 to 128 bytes";
+pub(super) const ERR_BAD_DESTINATION: &str = "ERR destination must be 1 to 255 bytes";
+pub(super) const ERR_WRONGTYPE: &str =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub(super) const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chunk into";
+pub(super) const ERR_STORE: &str = "ERR could not store the sale item";
+pub(super) const ERR_HOLD_WITHOUT_ID: &str = "ERR HOLD requires ID";
+pub(super) const ERR_STREAM_SLOT: &str = "ERR the order stream must hash to the item's slot: \
+     give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders";
+pub(super) const ERR_STREAM_SELF: &str = "ERR the order stream cannot be the item's own key";
+pub(super) const ERR_BAD_MAXLEN: &str = "ERR MAXLEN must be a non-negative integer";
+pub(super) const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
+pub(super) const ERR_LOADCHUNK_CLIENT: &str =
+    "ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master";
+pub(super) const ERR_BAD_WINDOW: &str =
+    "ERR START and END must be non-negative Unix times in milliseconds, END after START";
+
+impl From<WrongType> for RedisError {
+    fn from(_: WrongType) -> Self {
+        RedisError::Str(ERR_WRONGTYPE)
+    }
+}
+
+impl From<ItemError> for RedisError {
+    fn from(error: ItemError) -> Self {
+        RedisError::Str(match error {
+            ItemError::Overflow => ERR_OVERFLOW,
+            ItemError::RequestMismatch => ERR_REQUEST_MISMATCH,
+            ItemError::NonPositiveQuantity => ERR_NOT_POSITIVE,
+            ItemError::BadId => ERR_BAD_ID,
+            ItemError::TransferMismatch => ERR_TRANSFER_MISMATCH,
+            ItemError::UnlimitedTransfer => ERR_UNLIMITED_TRANSFER,
+            ItemError::TooManyTransfers => ERR_TOO_MANY_TRANSFERS,
+            ItemError::Full => ERR_FULL,
+            ItemError::BadWindow => ERR_BAD_WINDOW,
+            ItemError::HoldWithoutId => ERR_HOLD_WITHOUT_ID,
+        })
+    }
+}

@@ -1,0 +1,329 @@
+//! Commands that create and shape an item: INIT, ADD (restock), WINDOW,
+//! STREAM.
+
+use super::transfers::receive_transfer;
+use super::*;
+use crate::args::Arg;
+use crate::hash_slot::key_slot;
+use crate::item_key::{master_decided, now_ms, ItemKey};
+use crate::order_stream;
+use crate::sale_item::{Change, Outbox, SaleItem, Stock, Verdict, Window, UNLIMITED_STOCK};
+use crate::write::{publish, write_item, Effect, Published};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
+
+/// When an INIT-created item expires.
+#[derive(Clone, Copy)]
+enum Expiry {
+    /// EX / PX: milliseconds from now.
+    In(i64),
+    /// EXAT / PXAT: Unix milliseconds.
+    At(i64),
+}
+
+struct InitOptions {
+    limit: i64,
+    expiry: Option<Expiry>,
+    window: Window,
+    outbox: Option<Outbox>,
+    replace: bool,
+}
+
+impl InitOptions {
+    fn parse(args: &[Arg]) -> Result<Self, RedisError> {
+        let mut options = InitOptions {
+            limit: 0,
+            expiry: None,
+            window: Window::default(),
+            outbox: None,
+            replace: false,
+        };
+        let mut limit_seen = false;
+        let (mut start, mut end) = (None, None);
+        let (mut stream, mut maxlen) = (None, None);
+        let mut args = args.iter();
+        while let Some(option) = args.next() {
+            if option.is_keyword("REPLACE") && !options.replace {
+                options.replace = true;
+                continue;
+            }
+            let bound = if option.is_keyword("START") && start.is_none() {
+                Some(&mut start)
+            } else if option.is_keyword("END") && end.is_none() {
+                Some(&mut end)
+            } else {
+                None
+            };
+            if let Some(bound) = bound {
+                *bound = Some(integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?);
+                continue;
+            }
+            if option.is_keyword("STREAM") && stream.is_none() {
+                stream = Some(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?);
+                continue;
+            }
+            if option.is_keyword("MAXLEN") && maxlen.is_none() {
+                maxlen = Some(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?);
+                continue;
+            }
+            let scale = if option.is_keyword("LIMIT") && !limit_seen {
+                let limit = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
+                if limit < 0 {
+                    return Err(RedisError::Str(ERR_BAD_LIMIT));
+                }
+                options.limit = limit;
+                limit_seen = true;
+                continue;
+            } else if options.expiry.is_some() {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            } else if option.is_keyword("EX") || option.is_keyword("EXAT") {
+                1000
+            } else if option.is_keyword("PX") || option.is_keyword("PXAT") {
+                1
+            } else {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            };
+            let value = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
+            let millis = value
+                .checked_mul(scale)
+                .filter(|millis| *millis > 0)
+                .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?;
+            let absolute = option.as_bytes().len() == 4;
+            options.expiry = Some(if absolute {
+                Expiry::At(millis)
+            } else {
+                Expiry::In(millis)
+            });
+        }
+        options.window = Window::new(start.unwrap_or(0), end.unwrap_or(0))?;
+        options.outbox = match (stream, maxlen) {
+            (Some(stream), maxlen) => Some(parse_outbox(stream, maxlen)?),
+            (None, Some(_)) => return Err(RedisError::Str(ERR_SYNTAX)),
+            (None, None) => None,
+        };
+        Ok(options)
+    }
+}
+
+fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError> {
+    let maxlen = match maxlen {
+        Some(maxlen) => match integer(maxlen)? {
+            maxlen if maxlen >= 0 => maxlen,
+            _ => return Err(RedisError::Str(ERR_BAD_MAXLEN)),
+        },
+        None => 0,
+    };
+    if stream.as_bytes().is_empty() {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    }
+    Ok(Outbox {
+        stream: stream.as_bytes().into(),
+        maxlen,
+        // Both commands that name a stream declare it as a key: the
+        // server checked that the caller may write it.
+        confirmed: true,
+    })
+}
+
+/// Refuses an order stream the item cannot write in one step on any node,
+/// and one of another type. Whether the caller may write it the server
+/// checked already: both commands that name a stream declare it as a key.
+fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
+    if master_decided(ctx) {
+        // The master checked; a replica or a replay applies. That includes
+        // the confirmation of a restored item's stream, which may name a
+        // stream in another slot than the item's (outside a cluster).
+        return Ok(());
+    }
+    if *outbox.stream == *item_key.as_bytes() {
+        return Err(RedisError::Str(ERR_STREAM_SELF));
+    }
+    if key_slot(&outbox.stream) != key_slot(item_key.as_bytes()) {
+        return Err(RedisError::Str(ERR_STREAM_SLOT));
+    }
+    order_stream::check_type(ctx, &outbox.stream)
+}
+
+fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
+    if arg.is_keyword("UNLIMITED") {
+        return Ok(Stock::Unlimited);
+    }
+    match integer(arg)? {
+        // The largest integer is how an unlimited item reports its stock.
+        units if (0..UNLIMITED_STOCK).contains(&units) => Ok(Stock::Limited(units)),
+        _ => Err(RedisError::Str(ERR_BAD_STOCK)),
+    }
+}
+
+/// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
+pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, stock_arg, options_args @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let stock = parse_stock(stock_arg)?;
+    let options = InitOptions::parse(options_args)?;
+    if let Some(outbox) = &options.outbox {
+        check_outbox(ctx, name, outbox)?;
+    }
+    // Many app servers initialise the same item at once; all but the first
+    // find it there, and must not disturb WATCH or client tracking.
+    if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
+        return Ok(RedisValue::Integer(0));
+    }
+    // Every error is ruled out before the key is opened for writing.
+    let expire_at = match options.expiry {
+        None => None,
+        Some(Expiry::At(unix_ms)) => Some(unix_ms),
+        Some(Expiry::In(millis)) => Some(
+            now_ms()
+                .checked_add(millis)
+                .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?,
+        ),
+    };
+    let mut key = ItemKey::open_write(ctx, name);
+    let mut item = SaleItem::new(stock, options.limit);
+    item.set_window(options.window);
+    item.set_outbox(options.outbox.clone());
+    if !key.store(item) {
+        return Err(RedisError::Str(ERR_STORE));
+    }
+    if let Some(unix_ms) = expire_at {
+        // Only fails on a key not open for writing or empty, which this one
+        // is not; the item is stored either way, so the reply stays `1`.
+        if !key.expire_at(unix_ms) {
+            ctx.log_warning("seckill: could not set the expiry of a new item");
+        }
+    }
+    let effect = match (options.expiry, expire_at) {
+        // A relative expiry read the clock: send the deadline it reached.
+        (Some(Expiry::In(_)), Some(unix_ms)) => {
+            // The command as sent, with EX or PX replaced by PXAT.
+            let unix_ms = unix_ms.to_string();
+            let mut effect: Vec<&[u8]> = vec![name.as_bytes(), stock_arg.as_bytes()];
+            // Every option but REPLACE takes a value, as parsed above.
+            let mut rest = options_args.iter();
+            while let Some(option) = rest.next() {
+                if option.is_keyword("REPLACE") {
+                    effect.push(option.as_bytes());
+                    continue;
+                }
+                let value = rest.next().map_or(&[][..], Arg::as_bytes);
+                if option.is_keyword("EX") || option.is_keyword("PX") {
+                    effect.extend_from_slice(&[b"PXAT".as_slice(), unix_ms.as_bytes()]);
+                } else {
+                    effect.extend_from_slice(&[option.as_bytes(), value]);
+                }
+            }
+            Effect::Rewritten(
+                "SECKILL.INIT",
+                effect.into_iter().map(<[u8]>::to_vec).collect(),
+            )
+        }
+        _ => Effect::Verbatim,
+    };
+    let published = Published {
+        confirmed: None,
+        released: &[],
+        effect,
+        event: Some(c"seckill.init"),
+    };
+    publish(ctx, name, &published);
+    Ok(RedisValue::Integer(1))
+}
+
+/// SECKILL.ADD key qty
+pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let (name, qty, transfer) = match args {
+        [_, name, qty] => (name, qty, None),
+        [_, name, qty, keyword, transfer_id, rest @ ..] if keyword.is_keyword("ID") => {
+            // AT ms: the moment the master judged lapses at, for the stock
+            // the transfer replies. Only the master and the AOF send it.
+            let judged_at = match rest {
+                [] => None,
+                [at, ms] if at.is_keyword("AT") && master_decided(ctx) => Some(integer(ms)?),
+                _ => return Err(RedisError::Str(ERR_SYNTAX)),
+            };
+            (
+                name,
+                qty,
+                Some((id(transfer_id, ERR_BAD_TRANSFER)?, judged_at)),
+            )
+        }
+        [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let qty = positive(qty)?;
+    if let Some((transfer_id, judged_at)) = transfer {
+        return receive_transfer(ctx, name, qty, transfer_id, judged_at);
+    }
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_add(qty, lapses(judging))? {
+                Verdict::Answer(remaining) => Err(RedisValue::Integer(remaining)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.add", judging)),
+            })
+        },
+        |item, _, judging| RedisValue::Integer(stock_now(item, judging)),
+    )
+}
+
+/// SECKILL.WINDOW key start end: moves the sale window of a live item
+/// (0 leaves a side open).
+pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, start, end] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let window = Window::new(integer(start)?, integer(end)?)?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            // The same window again changes nothing: nothing to replicate.
+            if item.window() == window {
+                return Ok(Err(RedisValue::Integer(1)));
+            }
+            Ok(Ok(verbatim(
+                Change::Window(window),
+                c"seckill.window",
+                judging,
+            )))
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
+}
+
+/// SECKILL.STREAM key [stream_key [MAXLEN n]]: sets the item's order
+/// stream, or clears it when no stream is given.
+pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let outbox = match args {
+        [_, _] => None,
+        [_, _, stream] => Some(parse_outbox(stream, None)?),
+        [_, _, stream, keyword, maxlen] if keyword.is_keyword("MAXLEN") => {
+            Some(parse_outbox(stream, Some(maxlen))?)
+        }
+        [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let [_, name, ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if let Some(outbox) = &outbox {
+        check_outbox(ctx, name, outbox)?;
+    }
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            if item.outbox() == outbox.as_ref() {
+                return Ok(Err(RedisValue::Integer(1)));
+            }
+            Ok(Ok(verbatim(
+                Change::Outbox(outbox),
+                c"seckill.stream",
+                judging,
+            )))
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
+}

@@ -1,0 +1,171 @@
+//! Rebuilding items from the AOF: SECKILL.LOADCHUNK, and at the end of
+//! loading, what to do with items whose chunks stopped short.
+
+use super::*;
+use crate::args::Arg;
+use crate::hold_registry;
+use crate::item_key::{master_decided, selected_db, ItemKey};
+use crate::persistence;
+use crate::sale_item::codec::{is_header, DecodeError};
+use crate::sale_item::SaleItem;
+use crate::write::{publish, Effect, Published};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
+use std::os::raw::c_int;
+
+/// SECKILL.LOADCHUNK key payload: rebuilds an item from the chunks an AOF
+/// rewrite emits. A header chunk replaces the item; record chunks extend it,
+/// and once the header's records are all in the whole item is checked.
+/// Only the AOF (while loading) and the master may send it: from a client
+/// it would let anyone write any bookkeeping into a live item.
+pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, payload] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if !master_decided(ctx) {
+        return Err(RedisError::Str(ERR_LOADCHUNK_CLIENT));
+    }
+    let payload = payload.as_bytes();
+    let bad_chunk =
+        |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
+    if is_header(payload) {
+        let (mut item, expected) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
+        item.begin_chunked_load(expected).map_err(bad_chunk)?;
+        let partly_loaded_item = item.is_partly_loaded();
+        let mut key = ItemKey::open_write(ctx, name);
+        key.item()?;
+        if !key.store(item) {
+            return Err(RedisError::Str(ERR_STORE));
+        }
+        if partly_loaded_item {
+            persistence::count_partly_loaded();
+        }
+    } else {
+        let mut key = ItemKey::open_read(ctx, name);
+        let item = key
+            .item_mut()?
+            .ok_or(RedisError::Str(ERR_NO_ITEM_TO_LOAD))?;
+        if !item.is_partly_loaded() {
+            // A stray chunk for an item loaded in full: refused, and the
+            // item, checked already, stays.
+            return Err(bad_chunk(DecodeError("no records are due for this item")));
+        }
+        let loaded = item.load_next_chunk(payload);
+        if !item.is_partly_loaded() {
+            persistence::uncount_partly_loaded();
+        }
+        if let Err(error) = loaded {
+            // Records that disagree with their item: the item cannot be
+            // trusted, and saved it would make the next load fail.
+            drop(key);
+            discard_item(ctx, name, error.0);
+            return Err(bad_chunk(error));
+        }
+        if let Some(deadline) = item.next_deadline() {
+            hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline);
+        }
+    }
+    let published = Published {
+        confirmed: None,
+        released: &[],
+        effect: Effect::Verbatim,
+        event: Some(c"seckill.load"),
+    };
+    publish(ctx, name, &published);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Deletes the item at `name`, rebuilt from chunks that do not add up.
+fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
+    let mut key = ItemKey::open_write(ctx, name);
+    key.delete();
+    let key_name = String::from_utf8_lossy(name.as_bytes());
+    ctx.log_warning(&format!(
+        "seckill: dropped the sale item at '{key_name}' rebuilt from SECKILL.LOADCHUNK: {reason}"
+    ));
+}
+
+/// When loading ends with items whose chunks stopped short (an AOF cut
+/// off): each keeps the records that came if they agree with its counters,
+/// and is dropped otherwise. They are found by scanning every database, as
+/// they may have been renamed, moved, copied or swapped since their header.
+pub extern "C" fn on_loading_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut std::os::raw::c_void,
+) {
+    let ended = subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED
+        || subevent == raw::REDISMODULE_SUBEVENT_LOADING_FAILED;
+    if !ended || persistence::partly_loaded_items() == 0 {
+        return;
+    }
+    let context = Context::new(ctx);
+    let databases = crate::call::field(&context, "CONFIG", &[b"GET", b"databases"], "databases")
+        .and_then(|count| count.parse::<c_int>().ok())
+        .unwrap_or(16);
+    for db in 0..databases {
+        for key in partly_loaded_keys(&context, db) {
+            crate::item_key::in_db(&context, db, &key, |name| {
+                let mut item_key = ItemKey::open_read(&context, name);
+                let outcome = match item_key.item_mut() {
+                    Ok(Some(item)) if item.is_partly_loaded() => {
+                        persistence::uncount_partly_loaded();
+                        item.end_partial_load()
+                    }
+                    _ => Ok(()),
+                };
+                drop(item_key);
+                if let Err(DecodeError(reason)) = outcome {
+                    discard_item(&context, name, reason);
+                }
+            });
+        }
+    }
+}
+
+/// The keys of database `db` holding partly loaded items.
+fn partly_loaded_keys(ctx: &Context, db: c_int) -> Vec<Vec<u8>> {
+    let (Some(select_db), Some(cursor_create), Some(scan), Some(cursor_destroy)) = (
+        redis_api!(RedisModule_SelectDb),
+        redis_api!(RedisModule_ScanCursorCreate),
+        redis_api!(RedisModule_Scan),
+        redis_api!(RedisModule_ScanCursorDestroy),
+    ) else {
+        return Vec::new();
+    };
+    unsafe extern "C" fn collect(
+        ctx: *mut raw::RedisModuleCtx,
+        key_name: *mut raw::RedisModuleString,
+        _key: *mut raw::RedisModuleKey,
+        found: *mut std::os::raw::c_void,
+    ) {
+        // SAFETY: `found` is the Vec passed to RedisModule_Scan below.
+        let found = unsafe { &mut *found.cast::<Vec<Vec<u8>>>() };
+        let context = Context::new(ctx);
+        let name = Arg::from_ptr(key_name);
+        let key = ItemKey::open_read(&context, &name);
+        if let Ok(Some(item)) = key.item() {
+            if item.is_partly_loaded() {
+                found.push(name.as_bytes().to_vec());
+            }
+        }
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    // SAFETY: the event context may select any database; the cursor is
+    // destroyed below and `found` outlives the scan.
+    unsafe {
+        if select_db(ctx.get_raw(), db) != raw::REDISMODULE_OK as c_int {
+            return found;
+        }
+        let cursor = cursor_create();
+        while scan(
+            ctx.get_raw(),
+            cursor,
+            Some(collect),
+            (&mut found as *mut Vec<Vec<u8>>).cast(),
+        ) != 0
+        {}
+        cursor_destroy(cursor);
+    }
+    found
+}

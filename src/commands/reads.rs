@@ -1,0 +1,130 @@
+//! Read-only commands: GET, BOUGHT, HOLDS, INFO.
+
+use super::*;
+use crate::args::Arg;
+use crate::item_key::{now_ms, ItemKey};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
+use std::os::raw::c_long;
+
+/// SECKILL.HOLDS key [user]: pending holds, earliest deadline first, each
+/// as [request_id, user, qty, deadline].
+pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let (name, user) = match args {
+        [_, name] => (name, None),
+        [_, name, user] => (name, Some(id(user, ERR_BAD_USER)?)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let mut pending: Vec<_> = item
+        .pending_holds(now_ms())
+        .filter(|(_, request)| user.is_none_or(|user| request.user == user))
+        .collect();
+    // Ties between equal deadlines go by request id, not by where each
+    // record happens to sit in memory, so a replica lists them alike.
+    pending.sort_by(|(a_id, a), (b_id, b)| (a.deadline, a_id).cmp(&(b.deadline, b_id)));
+    let holds = pending
+        .into_iter()
+        .map(|(request_id, request)| {
+            RedisValue::Array(vec![
+                RedisValue::StringBuffer(request_id.to_vec()),
+                RedisValue::StringBuffer(request.user.to_vec()),
+                RedisValue::Integer(request.qty),
+                RedisValue::Integer(request.deadline),
+            ])
+        })
+        .collect();
+    Ok(RedisValue::Array(holds))
+}
+
+/// SECKILL.GET key
+pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    Ok(match key.item()? {
+        Some(item) if item.next_deadline().is_some() => {
+            RedisValue::Integer(item.remaining_at(now_ms()))
+        }
+        Some(item) => RedisValue::Integer(item.remaining()),
+        None => RedisValue::Null,
+    })
+}
+
+/// SECKILL.BOUGHT key user
+pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, user] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let user = id(user, ERR_BAD_USER)?;
+    let key = ItemKey::open_read(ctx, name);
+    Ok(match key.item()? {
+        Some(item) if item.next_deadline().is_some() => {
+            RedisValue::Integer(item.bought_at(user, now_ms()))
+        }
+        Some(item) => RedisValue::Integer(item.bought(user)),
+        None => RedisValue::Null,
+    })
+}
+
+/// SECKILL.INFO key
+pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let stats = stats_now(item);
+    let fields: [(&str, i64); 14] = [
+        ("stock", stats.stock),
+        ("unlimited", i64::from(stats.unlimited)),
+        ("limit", stats.limit),
+        ("initial", stats.initial),
+        ("added", stats.added),
+        ("sold", stats.sold),
+        ("refunded", stats.refunded),
+        ("held", stats.held),
+        ("holds", i64::try_from(stats.holds).unwrap_or(i64::MAX)),
+        ("expired", stats.expired),
+        ("buyers", i64::try_from(stats.buyers).unwrap_or(i64::MAX)),
+        (
+            "requests",
+            i64::try_from(stats.requests).unwrap_or(i64::MAX),
+        ),
+        ("start", stats.window.start),
+        ("end", stats.window.end),
+    ];
+    // Replied by hand to keep the field order: a map under RESP3, a flat
+    // field/value array under RESP2.
+    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 5);
+    for (field, value) in fields {
+        reply_with_bytes(ctx, field.as_bytes());
+        raw::reply_with_long_long(ctx.get_raw(), value);
+    }
+    reply_with_bytes(ctx, b"stream");
+    match item.outbox() {
+        Some(outbox) => reply_with_bytes(ctx, &outbox.stream),
+        None => {
+            raw::reply_with_null(ctx.get_raw());
+        }
+    }
+    reply_with_bytes(ctx, b"stream_maxlen");
+    raw::reply_with_long_long(ctx.get_raw(), item.outbox().map_or(0, |o| o.maxlen));
+    // After the older fields, so that clients reading by position still
+    // find those where they were.
+    let stream_confirmed = item.outbox().is_some_and(|outbox| outbox.confirmed);
+    for (field, value) in [
+        ("moved_out", stats.moved_out),
+        ("moved_in", stats.moved_in),
+        ("stream_confirmed", i64::from(stream_confirmed)),
+    ] {
+        reply_with_bytes(ctx, field.as_bytes());
+        raw::reply_with_long_long(ctx.get_raw(), value);
+    }
+    Ok(RedisValue::NoReply)
+}

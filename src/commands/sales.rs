@@ -1,0 +1,235 @@
+//! Sales and holds: DEDUCT, CONFIRM, RELEASE, REFUND.
+
+use super::*;
+use crate::args::Arg;
+use crate::item_key::{master_decided, now_ms};
+use crate::sale_item::{Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
+use crate::stats;
+use crate::write::{fence_repeat, write_item, Decision, Effect, Judging};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
+
+/// How long a hold lasts, as DEDUCT was given it.
+#[derive(Clone, Copy)]
+enum Hold {
+    /// HOLD seconds, from the server's clock.
+    For(i64),
+    /// HOLDUNTIL unix-ms, as replicated.
+    Until(i64),
+}
+
+struct DeductOptions<'a> {
+    request_id: Option<&'a [u8]>,
+    hold: Option<Hold>,
+    /// AT unix-ms: the moment the master judged lapsed holds at. Only its
+    /// master or the AOF sends it, so that a replica records the reply the
+    /// master gave.
+    judged_at: Option<i64>,
+}
+
+impl<'a> DeductOptions<'a> {
+    fn parse(args: &'a [Arg], from_master: impl Fn() -> bool) -> Result<Self, RedisError> {
+        let mut options = DeductOptions {
+            request_id: None,
+            hold: None,
+            judged_at: None,
+        };
+        let mut args = args.iter();
+        while let Some(option) = args.next() {
+            let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+            if option.is_keyword("ID") && options.request_id.is_none() {
+                options.request_id = Some(id(value, ERR_BAD_REQUEST)?);
+            } else if option.is_keyword("HOLD") && options.hold.is_none() {
+                let millis = integer(value)?
+                    .checked_mul(1000)
+                    .filter(|millis| *millis > 0)
+                    .ok_or(RedisError::Str(ERR_BAD_HOLD))?;
+                options.hold = Some(Hold::For(millis));
+            } else if option.is_keyword("HOLDUNTIL") && options.hold.is_none() {
+                let unix_ms = integer(value)?;
+                if unix_ms <= 0 {
+                    return Err(RedisError::Str(ERR_BAD_HOLD));
+                }
+                options.hold = Some(Hold::Until(unix_ms));
+            } else if option.is_keyword("AT") && options.judged_at.is_none() && from_master() {
+                options.judged_at = Some(integer(value)?);
+            } else {
+                return Err(RedisError::Str(ERR_SYNTAX));
+            }
+        }
+        if options.hold.is_some() && options.request_id.is_none() {
+            return Err(RedisError::Str(ERR_HOLD_WITHOUT_ID));
+        }
+        Ok(options)
+    }
+}
+
+/// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
+pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, user, qty_arg, options @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let user = id(user, ERR_BAD_USER)?;
+    let qty = positive(qty_arg)?;
+    let options = DeductOptions::parse(options, || master_decided(ctx))?;
+    let judge = |item: &SaleItem, judging: Judging| {
+        check_configured_id_length(ctx, item, user, options.request_id)?;
+        // The window is judged only where this server decides: a replica or
+        // an AOF replay applies what its master already accepted.
+        let moment = match judging.now {
+            Some(now) if !item.window().is_always_open() => Moment::At(now),
+            _ => Moment::Decided,
+        };
+        let hold_until = match options.hold {
+            None => None,
+            Some(Hold::Until(unix_ms)) => Some(unix_ms),
+            Some(Hold::For(millis)) => Some(
+                judging
+                    .now
+                    .unwrap_or_else(now_ms)
+                    .checked_add(millis)
+                    .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
+            ),
+        };
+        let order = Order {
+            user,
+            qty,
+            request_id: options.request_id,
+            hold_until,
+        };
+        let at = judging.now.or(options.judged_at);
+        let change = match item.judge_deduct(order, moment, at)? {
+            Verdict::Answer(deduction) => {
+                if matches!(deduction, Deduction::Replayed { .. } | Deduction::Refunded) {
+                    fence_repeat(ctx);
+                }
+                return Ok(Err(RedisValue::Integer(deduction_reply(deduction))));
+            }
+            Verdict::Change(change) => change,
+        };
+        // The reply a replica records must be the master's: send the
+        // deadline a relative hold reached, and the moment lapses were
+        // judged at when some were lapsing.
+        let lapsing = judged_with_lapses(item, judging);
+        let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
+        let effect = match (options.request_id, hold_until) {
+            (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
+                let mut effect: Vec<Vec<u8>> = vec![
+                    name.as_bytes().to_vec(),
+                    user.to_vec(),
+                    qty_arg.as_bytes().to_vec(),
+                    b"ID".to_vec(),
+                    request_id.to_vec(),
+                ];
+                if let Some(unix_ms) = hold_until {
+                    effect.push(b"HOLDUNTIL".to_vec());
+                    effect.push(unix_ms.to_string().into_bytes());
+                }
+                if let Some(now) = lapsing {
+                    effect.push(b"AT".to_vec());
+                    effect.push(now.to_string().into_bytes());
+                }
+                Effect::Rewritten("SECKILL.DEDUCT", effect)
+            }
+            _ => Effect::Verbatim,
+        };
+        Ok(Ok(Decision {
+            change,
+            effect,
+            event: Some(c"seckill.deduct"),
+            at,
+        }))
+    };
+    let reply = write_item(ctx, name, judge, |_, remaining, _| {
+        RedisValue::Integer(remaining)
+    });
+    if let Ok(RedisValue::Integer(code)) = reply {
+        stats::count_deduct_reply(code);
+    }
+    reply
+}
+
+/// DEDUCT's reply when it sells nothing.
+fn deduction_reply(deduction: Deduction) -> i64 {
+    match deduction {
+        Deduction::Bought { remaining } | Deduction::Replayed { remaining } => remaining,
+        Deduction::SoldOut => NOT_ENOUGH_STOCK,
+        Deduction::LimitExceeded => LIMIT_EXCEEDED,
+        Deduction::Refunded => REQUEST_REFUNDED,
+        Deduction::NotStarted => SALE_NOT_STARTED,
+        Deduction::Ended => SALE_ENDED,
+    }
+}
+
+/// SECKILL.CONFIRM key request_id
+pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_confirm(request_id, lapses(judging)) {
+                Verdict::Answer(confirmation) => {
+                    fence_repeat(ctx);
+                    Err(RedisValue::Integer(match confirmation {
+                        Confirmation::Confirmed => 1,
+                        Confirmation::AlreadyConfirmed => 0,
+                        Confirmation::Invalid => REQUEST_REFUNDED,
+                    }))
+                }
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.confirm", judging)),
+            })
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
+}
+
+/// SECKILL.RELEASE key request_id [request_id ...]: lets the named holds
+/// lapse now. The master replicates its releases by clock this way.
+pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_ids @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if request_ids.is_empty() {
+        return Err(RedisError::WrongArity);
+    }
+    let request_ids = request_ids
+        .iter()
+        .map(|request_id| id(request_id, ERR_BAD_REQUEST))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_release(&request_ids, lapses(judging)) {
+                Verdict::Answer(released) => Err(RedisValue::Integer(released)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.expire", judging)),
+            })
+        },
+        |_, released, _| RedisValue::Integer(released),
+    )
+}
+
+/// SECKILL.REFUND key request_id
+pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_refund(request_id, lapses(judging))? {
+                Verdict::Answer(units) => {
+                    fence_repeat(ctx);
+                    Err(RedisValue::Integer(units))
+                }
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.refund", judging)),
+            })
+        },
+        |_, units, _| RedisValue::Integer(units),
+    )
+}

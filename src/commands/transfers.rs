@@ -1,0 +1,169 @@
+//! Moving stock between the parts of a split item: TAKE, ADD ... ID
+//! (receiving), SETTLE, TRANSFERS.
+
+use super::*;
+use crate::args::Arg;
+use crate::item_key::{master_decided, ItemKey};
+use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
+use crate::write::{write_item, Decision, Effect};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
+
+/// SECKILL.ADD key qty ID transfer_id: units moved here from another part
+/// of a split item, added once per transfer id. Replies the stock after
+/// the first call, to that call and to every replay.
+pub(super) fn receive_transfer(
+    ctx: &Context,
+    name: &Arg,
+    qty: i64,
+    transfer_id: &[u8],
+    judged_at: Option<i64>,
+) -> RedisResult {
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            let at = judging.now.or(judged_at);
+            let change = match item.judge_transfer_in(transfer_id, qty, at)? {
+                Verdict::Answer(reply) => return Ok(Err(RedisValue::Integer(reply))),
+                Verdict::Change(change) => change,
+            };
+            // The stock recorded as the reply counts lapsed holds as given
+            // back: a replica must judge them at the master's moment.
+            let Some(now) = judged_with_lapses(item, judging) else {
+                return Ok(Ok(verbatim(change, c"seckill.add", judging)));
+            };
+            let effect = vec![
+                name.as_bytes().to_vec(),
+                qty.to_string().into_bytes(),
+                b"ID".to_vec(),
+                transfer_id.to_vec(),
+                b"AT".to_vec(),
+                now.to_string().into_bytes(),
+            ];
+            Ok(Ok(Decision {
+                change,
+                effect: Effect::Rewritten("SECKILL.ADD", effect),
+                event: Some(c"seckill.add"),
+                at: lapses(judging),
+            }))
+        },
+        |_, reply, _| RedisValue::Integer(reply),
+    )
+}
+
+/// SECKILL.TAKE key qty ID transfer_id [TO destination]: takes up to `qty`
+/// units of the stock in hand out of this part, once per transfer id, and
+/// keeps the transfer open until SETTLE. Replies the units taken.
+pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, qty_arg, keyword, transfer_id, options @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    if !keyword.is_keyword("ID") {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    }
+    let requested = positive(qty_arg)?;
+    let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
+    let mut destination = None;
+    // TAKEN k: the units the master took, so that a replica and an AOF
+    // replay record exactly them whatever their stock says. Only the
+    // master and the AOF send it.
+    let mut decided = None;
+    let mut options = options.iter();
+    while let Some(option) = options.next() {
+        let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+        if option.is_keyword("TO") && destination.is_none() {
+            let bytes = value.as_bytes();
+            if bytes.is_empty() || bytes.len() > MAX_DESTINATION_LEN {
+                return Err(RedisError::Str(ERR_BAD_DESTINATION));
+            }
+            destination = Some(bytes);
+        } else if option.is_keyword("TAKEN") && decided.is_none() && master_decided(ctx) {
+            decided = Some(integer(value)?);
+        } else {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        }
+    }
+    let take = Take {
+        transfer_id,
+        requested,
+        destination,
+        decided,
+    };
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            let change = match item.judge_take(take)? {
+                Verdict::Answer(taken) => return Ok(Err(RedisValue::Integer(taken))),
+                Verdict::Change(change) => change,
+            };
+            let Change::Take { taken, .. } = change else {
+                return Ok(Err(RedisValue::Integer(0)));
+            };
+            let mut effect: Vec<Vec<u8>> = vec![
+                name.as_bytes().to_vec(),
+                qty_arg.as_bytes().to_vec(),
+                b"ID".to_vec(),
+                transfer_id.to_vec(),
+            ];
+            if let Some(destination) = destination {
+                effect.push(b"TO".to_vec());
+                effect.push(destination.to_vec());
+            }
+            effect.push(b"TAKEN".to_vec());
+            effect.push(taken.to_string().into_bytes());
+            Ok(Ok(Decision {
+                change,
+                effect: Effect::Rewritten("SECKILL.TAKE", effect),
+                event: Some(c"seckill.take"),
+                at: lapses(judging),
+            }))
+        },
+        |_, taken, _| RedisValue::Integer(taken),
+    )
+}
+
+/// SECKILL.SETTLE key transfer_id: closes a transfer given out once its
+/// units arrived. Replies 1 closed now, 0 closed before, -4 no such
+/// transfer given out here.
+pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, transfer_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
+    write_item(
+        ctx,
+        name,
+        |item, judging| {
+            Ok(match item.judge_settle(transfer_id) {
+                Verdict::Answer(reply) => Err(RedisValue::Integer(reply)),
+                Verdict::Change(change) => Ok(verbatim(change, c"seckill.settle", judging)),
+            })
+        },
+        |_, _, _| RedisValue::Integer(1),
+    )
+}
+
+/// SECKILL.TRANSFERS key: the transfers this part gave out and that are
+/// not settled, by transfer id, each `[transfer_id, units, destination]`
+/// (nil destination if none was given); nil if there is no item.
+pub fn transfers(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let open = item
+        .open_transfers()
+        .map(|(transfer_id, units, destination)| {
+            RedisValue::Array(vec![
+                RedisValue::StringBuffer(transfer_id.to_vec()),
+                RedisValue::Integer(units),
+                destination.map_or(RedisValue::Null, |d| RedisValue::StringBuffer(d.to_vec())),
+            ])
+        })
+        .collect();
+    Ok(RedisValue::Array(open))
+}
