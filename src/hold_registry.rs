@@ -99,6 +99,21 @@ pub fn swap_dbs(first: c_int, second: c_int) {
     }
 }
 
+/// Makes every item whose key `selects` due at `now` at the latest: for
+/// items whose holds the sweep put off while another node decided them
+/// (a slot being imported), once this node owns them.
+pub fn make_due(now: i64, selects: impl Fn(&[u8]) -> bool) {
+    let mut registry = registry();
+    let registry = &mut *registry;
+    for (id, home) in registry.homes.iter_mut() {
+        if home.due > now && selects(&home.key) {
+            registry.due.remove(&(home.due, *id));
+            registry.due.insert((now, *id));
+            home.due = now;
+        }
+    }
+}
+
 /// Takes the earliest item due at `now` off the registry: its address
 /// and where it lived.
 pub fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {

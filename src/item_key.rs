@@ -138,9 +138,11 @@ pub fn signal_modified(ctx: &Context, name: &Arg) {
 }
 
 /// True while this server applies decisions its master made: commands from
-/// the master on a replica, and commands replayed from the AOF at startup.
+/// the master on a replica, commands replayed from the AOF at startup, and
+/// on Valkey 9 what a slot migration's source streams to this node (its
+/// snapshot and its writes since, decided by the node that owns the slot).
 pub fn master_decided(ctx: &Context) -> bool {
-    let decided = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+    let decided = crate::slot_migration::decided_flags();
     // SAFETY: the context is valid for the duration of the command.
     redis_api!(RedisModule_GetContextFlags)
         .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & decided != 0)

@@ -27,6 +27,7 @@ mod item_key;
 mod order_stream;
 mod persistence;
 pub mod sale_item;
+mod slot_migration;
 mod stats;
 mod sweeper;
 mod write;
@@ -681,12 +682,15 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
     // Keys are signalled as modified by the write pipeline alone: closing a
     // key opened for writing (an order stream that refused an entry) must
     // not abort a WATCH when nothing changed.
+    // On Valkey 9, slots of this node can move with CLUSTER MIGRATESLOTS
+    // (see `slot_migration`); elsewhere that option is 0.
     if let Some(set_options) = redis_api!(RedisModule_SetModuleOptions) {
         let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
             | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD
             | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+        let options = options as c_int | slot_migration::enable(ctx);
         // SAFETY: called from the module's init with its own context.
-        unsafe { set_options(ctx.ctx, options as c_int) };
+        unsafe { set_options(ctx.ctx, options) };
     }
     if let Some(register_info) = redis_api!(RedisModule_RegisterInfoFunc) {
         // SAFETY: a callback with the RedisModuleInfoFunc signature; it

@@ -56,7 +56,7 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     match load_item(rdb, encver) {
         Ok(mut item) => {
-            if !loading_a_snapshot(rdb) {
+            if !loading_a_snapshot(rdb) && !imported(rdb) {
                 // A RESTORE (MIGRATE's too): the payload's bytes are the
                 // client's, stream name included.
                 item.distrust_outbox();
@@ -90,6 +90,21 @@ fn loading_a_snapshot(rdb: *mut raw::RedisModuleIO) -> bool {
     // makes is Redis's, freed with the IO.
     let flags = unsafe { flags_of(context_of(rdb)) } as u32;
     flags & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) != 0
+}
+
+/// True for a value loaded into a slot being imported here by an atomic
+/// slot migration (Valkey 9): no client can write such a key, only the
+/// migration's source, which sends what it holds and vouched for.
+fn imported(rdb: *mut raw::RedisModuleIO) -> bool {
+    let Some(key_name) = redis_api!(RedisModule_GetKeyNameFromIO) else {
+        return false;
+    };
+    // SAFETY: reads the IO context Redis passed to `rdb_load`.
+    let name = unsafe { key_name(rdb) };
+    !name.is_null()
+        && crate::slot_migration::importing(redis_module::RedisString::string_as_slice(
+            name.cast_mut(),
+        ))
 }
 
 fn load_item(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<SaleItem, DecodeError> {
