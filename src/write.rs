@@ -73,14 +73,22 @@ impl Judging {
     }
 }
 
+/// What a judge makes of a write.
+pub enum Judgement<'a> {
+    /// Reply this; nothing changes.
+    Answer(RedisValue),
+    /// Apply this change, then reply with its figure.
+    Decide(Decision<'a>),
+}
+
 /// Runs a write on the item at `name`: `judge` looks at the item and
-/// answers (`Ok(Err(reply))`: nothing changes) or decides a change, and
+/// answers (nothing changes) or decides a change, and
 /// `reply` turns the applied change's figure into the reply. A missing item
 /// answers `-3`.
 pub fn write_item<'a>(
     ctx: &Context,
     name: &Arg,
-    judge: impl FnOnce(&SaleItem, Judging) -> Result<Result<Decision<'a>, RedisValue>, RedisError>,
+    judge: impl FnOnce(&SaleItem, Judging) -> Result<Judgement<'a>, RedisError>,
     reply: impl FnOnce(&SaleItem, i64, Judging) -> RedisValue,
 ) -> RedisResult {
     let mut key = ItemKey::open_read(ctx, name);
@@ -89,8 +97,8 @@ pub fn write_item<'a>(
     };
     let judging = Judging::of(ctx, item);
     let decision = match judge(item, judging)? {
-        Ok(decision) => decision,
-        Err(answer) => return Ok(answer),
+        Judgement::Decide(decision) => decision,
+        Judgement::Answer(answer) => return Ok(answer),
     };
     let figure = commit(ctx, name, item, decision, judging, SETTLE_PER_WRITE)?;
     Ok(reply(item, figure, judging))

@@ -8,7 +8,7 @@ use crate::hash_slot::key_slot;
 use crate::item_key::{master_decided, now_ms, ItemKey};
 use crate::order_stream;
 use crate::sale_item::{Change, Outbox, SaleItem, Stock, Verdict, Window, UNLIMITED_STOCK};
-use crate::write::{publish, write_item, Effect, Published};
+use crate::write::{publish, write_item, Effect, Judgement, Published};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// When an INIT-created item expires.
@@ -260,8 +260,10 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             Ok(match item.judge_add(qty, lapses(judging))? {
-                Verdict::Answer(remaining) => Err(RedisValue::Integer(remaining)),
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.add", judging)),
+                Verdict::Answer(remaining) => Judgement::Answer(RedisValue::Integer(remaining)),
+                Verdict::Change(change) => {
+                    Judgement::Decide(verbatim(change, c"seckill.add", judging))
+                }
             })
         },
         |item, _, judging| RedisValue::Integer(stock_now(item, judging)),
@@ -281,9 +283,9 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
         |item, judging| {
             // The same window again changes nothing: nothing to replicate.
             if item.window() == window {
-                return Ok(Err(RedisValue::Integer(1)));
+                return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
-            Ok(Ok(verbatim(
+            Ok(Judgement::Decide(verbatim(
                 Change::Window(window),
                 c"seckill.window",
                 judging,
@@ -316,9 +318,9 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             if item.outbox() == outbox.as_ref() {
-                return Ok(Err(RedisValue::Integer(1)));
+                return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
-            Ok(Ok(verbatim(
+            Ok(Judgement::Decide(verbatim(
                 Change::Outbox(outbox),
                 c"seckill.stream",
                 judging,

@@ -5,7 +5,7 @@ use crate::args::Arg;
 use crate::item_key::{master_decided, now_ms};
 use crate::sale_item::{Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
 use crate::stats;
-use crate::write::{fence_repeat, write_item, Decision, Effect, Judging};
+use crate::write::{fence_repeat, write_item, Decision, Effect, Judgement, Judging};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// How long a hold lasts, as DEDUCT was given it.
@@ -102,7 +102,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 if matches!(deduction, Deduction::Replayed { .. } | Deduction::Refunded) {
                     fence_repeat(ctx);
                 }
-                return Ok(Err(RedisValue::Integer(deduction_reply(deduction))));
+                return Ok(Judgement::Answer(RedisValue::Integer(deduction_reply(
+                    deduction,
+                ))));
             }
             Verdict::Change(change) => change,
         };
@@ -132,7 +134,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             }
             _ => Effect::Verbatim,
         };
-        Ok(Ok(Decision {
+        Ok(Judgement::Decide(Decision {
             change,
             effect,
             event: Some(c"seckill.deduct"),
@@ -173,13 +175,15 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
             Ok(match item.judge_confirm(request_id, lapses(judging)) {
                 Verdict::Answer(confirmation) => {
                     fence_repeat(ctx);
-                    Err(RedisValue::Integer(match confirmation {
+                    Judgement::Answer(RedisValue::Integer(match confirmation {
                         Confirmation::Confirmed => 1,
                         Confirmation::AlreadyConfirmed => 0,
                         Confirmation::Invalid => REQUEST_REFUNDED,
                     }))
                 }
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.confirm", judging)),
+                Verdict::Change(change) => {
+                    Judgement::Decide(verbatim(change, c"seckill.confirm", judging))
+                }
             })
         },
         |_, _, _| RedisValue::Integer(1),
@@ -204,8 +208,10 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             Ok(match item.judge_release(&request_ids, lapses(judging)) {
-                Verdict::Answer(released) => Err(RedisValue::Integer(released)),
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.expire", judging)),
+                Verdict::Answer(released) => Judgement::Answer(RedisValue::Integer(released)),
+                Verdict::Change(change) => {
+                    Judgement::Decide(verbatim(change, c"seckill.expire", judging))
+                }
             })
         },
         |_, released, _| RedisValue::Integer(released),
@@ -225,9 +231,11 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
             Ok(match item.judge_refund(request_id, lapses(judging))? {
                 Verdict::Answer(units) => {
                     fence_repeat(ctx);
-                    Err(RedisValue::Integer(units))
+                    Judgement::Answer(RedisValue::Integer(units))
                 }
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.refund", judging)),
+                Verdict::Change(change) => {
+                    Judgement::Decide(verbatim(change, c"seckill.refund", judging))
+                }
             })
         },
         |_, units, _| RedisValue::Integer(units),

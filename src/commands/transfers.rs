@@ -5,7 +5,7 @@ use super::*;
 use crate::args::Arg;
 use crate::item_key::{master_decided, ItemKey};
 use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
-use crate::write::{write_item, Decision, Effect};
+use crate::write::{write_item, Decision, Effect, Judgement};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part
@@ -24,13 +24,13 @@ pub(super) fn receive_transfer(
         |item, judging| {
             let at = judging.now.or(judged_at);
             let change = match item.judge_transfer_in(transfer_id, qty, at)? {
-                Verdict::Answer(reply) => return Ok(Err(RedisValue::Integer(reply))),
+                Verdict::Answer(reply) => return Ok(Judgement::Answer(RedisValue::Integer(reply))),
                 Verdict::Change(change) => change,
             };
             // The stock recorded as the reply counts lapsed holds as given
             // back: a replica must judge them at the master's moment.
             let Some(now) = judged_with_lapses(item, judging) else {
-                return Ok(Ok(verbatim(change, c"seckill.add", judging)));
+                return Ok(Judgement::Decide(verbatim(change, c"seckill.add", judging)));
             };
             let effect = vec![
                 name.as_bytes().to_vec(),
@@ -40,7 +40,7 @@ pub(super) fn receive_transfer(
                 b"AT".to_vec(),
                 now.to_string().into_bytes(),
             ];
-            Ok(Ok(Decision {
+            Ok(Judgement::Decide(Decision {
                 change,
                 effect: Effect::Rewritten("SECKILL.ADD", effect),
                 event: Some(c"seckill.add"),
@@ -94,11 +94,11 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             let change = match item.judge_take(take)? {
-                Verdict::Answer(taken) => return Ok(Err(RedisValue::Integer(taken))),
+                Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
                 Verdict::Change(change) => change,
             };
             let Change::Take { taken, .. } = change else {
-                return Ok(Err(RedisValue::Integer(0)));
+                return Ok(Judgement::Answer(RedisValue::Integer(0)));
             };
             let mut effect: Vec<Vec<u8>> = vec![
                 name.as_bytes().to_vec(),
@@ -112,7 +112,7 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
             }
             effect.push(b"TAKEN".to_vec());
             effect.push(taken.to_string().into_bytes());
-            Ok(Ok(Decision {
+            Ok(Judgement::Decide(Decision {
                 change,
                 effect: Effect::Rewritten("SECKILL.TAKE", effect),
                 event: Some(c"seckill.take"),
@@ -136,8 +136,10 @@ pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         |item, judging| {
             Ok(match item.judge_settle(transfer_id) {
-                Verdict::Answer(reply) => Err(RedisValue::Integer(reply)),
-                Verdict::Change(change) => Ok(verbatim(change, c"seckill.settle", judging)),
+                Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
+                Verdict::Change(change) => {
+                    Judgement::Decide(verbatim(change, c"seckill.settle", judging))
+                }
             })
         },
         |_, _, _| RedisValue::Integer(1),
