@@ -1,5 +1,5 @@
 //! What the server says about the module: `COMMAND DOCS` and `COMMAND
-//! INFO` (checked against the README's command reference), the arity the
+//! INFO` (checked against the command reference, docs/commands.md), the arity the
 //! server enforces, `INFO seckill`, and `CONFIG GET/SET seckill.*`.
 
 mod common;
@@ -105,12 +105,14 @@ fn synopses(con: &mut Connection) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The synopses in the first column of the README's command table.
+/// The synopses in the first column of the command table of
+/// docs/commands.md.
 fn readme_synopses() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let table = readme
-        .split("## Command reference")
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md"))
+            .expect("docs/commands.md");
+    let table = reference
+        .split("# Command reference")
         .nth(1)
         .expect("a Command reference section");
     table
@@ -136,7 +138,7 @@ fn command_docs_describe_every_command_as_the_readme_does() {
     let mut served: Vec<String> = docs.values().cloned().collect();
     served.sort();
     documented.sort();
-    assert_eq!(served, documented, "COMMAND DOCS against README.md");
+    assert_eq!(served, documented, "COMMAND DOCS against docs/commands.md");
     // Each also carries a summary, a complexity and the module's name.
     let docs: Value = ok(&mut con, &["COMMAND", "DOCS", "seckill.deduct"]);
     let (_, deduct) = entries(&docs).into_iter().next().expect("seckill.deduct");

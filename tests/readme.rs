@@ -1,5 +1,6 @@
-//! Replays every redis-cli transcript in README.md against a real server,
-//! so that the replies the README shows are the replies users get.
+//! Replays every redis-cli transcript in README.md and in docs/*.md
+//! against a real server, so that the replies the documentation shows are
+//! the replies users get.
 
 mod common;
 
@@ -57,20 +58,40 @@ fn replay(port: u16, commands: &[String]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-#[test]
-fn readme_transcripts_show_real_replies() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let blocks = transcripts(&readme);
-    assert!(blocks.len() >= 3, "found {} transcripts", blocks.len());
-    // One server for the whole README: later transcripts build on earlier ones.
+/// Replays the transcripts of one page on a server of its own: later
+/// transcripts of a page build on its earlier ones.
+fn replay_page(path: &std::path::Path) -> usize {
+    let page = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{path:?}: {err}"));
+    let blocks = transcripts(&page);
     let server = Server::start();
-    for block in blocks {
+    for block in &blocks {
         assert_eq!(
             replay(server.port, &block.commands),
             block.expected,
-            "transcript {:?}",
+            "{}: transcript {:?}",
+            path.display(),
             block.commands
         );
     }
+    blocks.len()
+}
+
+#[test]
+fn readme_transcripts_show_real_replies() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let replayed = replay_page(&root.join("README.md"));
+    assert!(replayed >= 3, "found {replayed} transcripts in README.md");
+}
+
+#[test]
+fn every_docs_page_transcript_shows_real_replies() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.expect("a docs entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    pages.sort();
+    let replayed: usize = pages.iter().map(|page| replay_page(page)).sum();
+    assert!(replayed >= 3, "found {replayed} transcripts in docs/");
 }
