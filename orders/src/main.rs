@@ -64,6 +64,9 @@ const PAGE: usize = 500;
 /// How long a silent network may keep a request waiting before the
 /// connection counts as lost.
 const NETWORK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the sentinels are asked whether the master moved while its
+/// connection still works.
+const MASTER_CHECK_EVERY: Duration = Duration::from_secs(2);
 /// Longest wait between two reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -394,9 +397,19 @@ enum Stop {
     Store,
 }
 
+/// A connection to Redis, and the address it went to.
+struct Session {
+    connection: Connection,
+    address: String,
+}
+
 struct Consumer {
     config: Config,
-    redis: Link<Connection>,
+    redis: Link<Session>,
+    /// The master's address the sentinels gave last, for the log.
+    master_at: Option<String>,
+    /// When the sentinels were last asked whether the master moved.
+    master_checked: Instant,
     store: Link<StoreWorker>,
     /// Own pending entries re-read since the last (re)connection.
     caught_up: bool,
@@ -410,6 +423,8 @@ struct Consumer {
     /// With --wait-replicas: since when a page has been held back because
     /// too few replicas hold it; `None` while none is.
     holding: Option<Instant>,
+    /// Whether the current pass over pending entries held a page back.
+    page_held: bool,
 }
 
 /// Text fields as the byte pairs a dead letter carries.
@@ -427,27 +442,64 @@ impl Consumer {
         }
         let endpoint = &self.config.redis;
         let read_timeout = NETWORK_TIMEOUT + Duration::from_millis(self.config.wait_timeout_ms);
-        self.redis
-            .get(|| {
-                // With sentinels, asked anew on every (re)connection.
-                let client = endpoint.master()?;
-                let url = client.get_connection_info().addr().to_string();
-                if endpoint.follows_sentinels() {
-                    log(&format!("the sentinels name {url} as the master"));
-                }
-                let connection = client
-                    .get_connection_with_timeout(NETWORK_TIMEOUT)
-                    .map_err(|err| format!("cannot connect to {url}: {err}"))?;
-                // Reads block at most half a second (XREADGROUP BLOCK 500),
-                // WAIT at most --wait-timeout-ms: a reply later than that
-                // and NETWORK_TIMEOUT means the server or the path is gone.
-                connection
-                    .set_read_timeout(Some(read_timeout))
-                    .and_then(|()| connection.set_write_timeout(Some(NETWORK_TIMEOUT)))
-                    .map_err(|err| format!("cannot set timeouts on {url}: {err}"))?;
-                Ok(connection)
+        let mut named = None;
+        let session = self.redis.get(|| {
+            // With sentinels, asked anew on every (re)connection.
+            let client = endpoint.master()?;
+            let url = client.get_connection_info().addr().to_string();
+            named = Some(url.clone());
+            let connection = client
+                .get_connection_with_timeout(NETWORK_TIMEOUT)
+                .map_err(|err| format!("cannot connect to {url}: {err}"))?;
+            // Reads block at most half a second (XREADGROUP BLOCK 500),
+            // WAIT at most --wait-timeout-ms: a reply later than that
+            // and NETWORK_TIMEOUT means the server or the path is gone.
+            connection
+                .set_read_timeout(Some(read_timeout))
+                .and_then(|()| connection.set_write_timeout(Some(NETWORK_TIMEOUT)))
+                .map_err(|err| format!("cannot set timeouts on {url}: {err}"))?;
+            Ok(Session {
+                connection,
+                address: url,
             })
+        });
+        if let Some(named) = named {
+            if endpoint.follows_sentinels() && self.master_at.as_ref() != Some(&named) {
+                log(&format!("the sentinels name {named} as the master"));
+                self.master_at = Some(named);
+            }
+        }
+        session
+            .map(|session| &mut session.connection)
             .ok_or_else(|| Stop::Redis(String::new()))
+    }
+
+    /// With sentinels, every few seconds: whether they name another master
+    /// than the one connected to. A connection that keeps working is no
+    /// sign that its server is still the master: one cut off from the
+    /// sentinels (and promoted past) answers its clients as before, and
+    /// what it sells then is lost when it rejoins.
+    fn check_master(&mut self) {
+        if !self.config.redis.follows_sentinels()
+            || self.master_checked.elapsed() < MASTER_CHECK_EVERY
+        {
+            return;
+        }
+        self.master_checked = Instant::now();
+        let Some(session) = self.redis.live.as_ref() else {
+            return;
+        };
+        let connected = session.address.clone();
+        // A failed lookup says nothing about the connection: kept.
+        if let Ok(master) = self.config.redis.master() {
+            let named = master.get_connection_info().addr().to_string();
+            if named != connected {
+                self.redis.lost(&format!(
+                    "the sentinels name {named} as the master, not {connected}"
+                ));
+                self.caught_up = false;
+            }
+        }
     }
 
     fn store(&mut self) -> Result<&mut StoreWorker, Stop> {
@@ -482,9 +534,14 @@ impl Consumer {
         cmd.query(redis).map_err(|err| {
             // The link's log line names Redis already.
             let cause = err.to_string();
+            if self.stop.load(Ordering::Relaxed) {
+                // SIGTERM interrupted the call: no outage, just the end.
+                return Stop::Redis(cause);
+            }
             // A replica (READONLY): the master moved, or this one was
-            // demoted. Reconnecting asks the sentinels where it is now.
-            let demoted = err.code() == Some("READONLY");
+            // demoted; NOREPLICAS: it may be a master cut off from the
+            // others. Reconnecting asks the sentinels where it is now.
+            let demoted = matches!(err.code(), Some("READONLY" | "NOREPLICAS"));
             if demoted
                 || err.is_io_error()
                 || err.is_connection_dropped()
@@ -753,6 +810,7 @@ impl Consumer {
             return Ok(true);
         }
         self.metrics.held_back.inc();
+        self.page_held = true;
         let since = *self.holding.get_or_insert_with(|| {
             log(&format!(
                 "{stream} up to {last}: {replicas} of {wanted} replicas hold it; \
@@ -796,6 +854,7 @@ impl Consumer {
     /// Re-reads this consumer's own pending entries, at full speed, one
     /// page after another, for each stream.
     fn catch_up(&mut self) -> Result<(), Stop> {
+        self.page_held = false;
         for stream in self.config.streams.clone() {
             let mut after = "0-0".to_owned();
             loop {
@@ -821,11 +880,22 @@ impl Consumer {
                 }
                 after = next;
                 self.handle(&stream, entries)?;
-                if self.holding.is_some() {
+                if self.page_held {
                     // What follows is not replicated either.
                     return Ok(());
                 }
             }
+        }
+        // Nothing pending is held back (any more). A page held before and
+        // no longer pending was lost with a master in a failover, or
+        // deleted: there is nothing left to wait for.
+        if let Some(since) = self.holding.take() {
+            log(&format!(
+                "the entries held back for the replicas are no longer pending \
+                 (lost in a failover, or deleted) after {:.1} s; reading new ones again",
+                since.elapsed().as_secs_f64()
+            ));
+            self.metrics.replication_wait.set(0.0);
         }
         Ok(())
     }
@@ -834,6 +904,7 @@ impl Consumer {
     /// any consumer (this one too), following the XAUTOCLAIM cursor to the
     /// end, a page at a time.
     fn claim_idle(&mut self) -> Result<(), Stop> {
+        self.page_held = false;
         for stream in self.config.streams.clone() {
             let mut cursor = "0-0".to_owned();
             loop {
@@ -858,7 +929,7 @@ impl Consumer {
                 if !claimed.is_empty() {
                     log(&format!("{stream}: claimed {} idle entries", claimed.len()));
                     self.handle(&stream, claimed)?;
-                    if self.holding.is_some() {
+                    if self.page_held {
                         return Ok(());
                     }
                 }
@@ -966,6 +1037,7 @@ impl Consumer {
     /// (re)connection, then read new entries. Nothing new is read while
     /// PostgreSQL is away: entries are only taken when they can be written.
     fn step(&mut self, claim_due: bool) -> Result<(), Stop> {
+        self.check_master();
         self.redis()?;
         self.store()?;
         if !self.caught_up {
@@ -1008,6 +1080,8 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
     let mut consumer = Consumer {
         config,
         redis: Link::new("Redis"),
+        master_at: None,
+        master_checked: Instant::now(),
         store: Link::new("PostgreSQL"),
         caught_up: false,
         refusals: HashMap::new(),
@@ -1015,6 +1089,7 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
         stop: Arc::clone(&stop),
         metrics,
         holding: None,
+        page_held: false,
     };
     log(&format!(
         "consuming {} on {} as {} in group {}",

@@ -211,3 +211,177 @@ fn the_consumer_given_only_sentinels_follows_a_failover_and_the_table_equals_the
     );
     drop((first, second));
 }
+
+/// Three sentinels, a master and two replicas, an item with a stream, and
+/// a consumer given only the sentinels with `args`.
+struct Shop {
+    pg: Postgres,
+    master: Server,
+    replicas: Vec<Server>,
+    sentinels: Sentinels,
+    consumer: Consumer,
+}
+
+fn shop(args: &[&str]) -> Shop {
+    let pg = Postgres::start().expect("PostgreSQL is not installed: run `make deps`");
+    let master = Server::start();
+    let replicas = vec![
+        Server::start_replica_of(&master),
+        Server::start_replica_of(&master),
+    ];
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", ITEM, "1000", "STREAM", STREAM]);
+    let sentinels = Sentinels::watch(&master, 2);
+    let log = master.dir().join("consumer.log");
+    let consumer = Consumer {
+        child: Command::new(env!("CARGO_BIN_EXE_seckill-orders"))
+            .env("SECKILL_SENTINELS", sentinels.addresses())
+            .env("SECKILL_MASTER_NAME", MASTER_NAME)
+            .env_remove("SECKILL_REDIS_URL")
+            .args(["--postgres-url", &pg.url()])
+            .args(["--stream", STREAM, "--consumer", "orders-1"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start seckill-orders"),
+        log,
+    };
+    Shop {
+        pg,
+        master,
+        replicas,
+        sentinels,
+        consumer,
+    }
+}
+
+fn buy(con: &mut redis::Connection, id: &str) {
+    let stock: i64 = ok(con, &["SECKILL.DEDUCT", ITEM, id, "1", "ID", id]);
+    assert!(stock >= 0, "{id}: {stock}");
+}
+
+#[test]
+fn pages_held_back_and_lost_in_a_failover_do_not_stop_the_consumer() {
+    let mut shop = shop(&["--wait-replicas", "1", "--wait-timeout-ms", "200"]);
+    let mut con = shop.master.client();
+    buy(&mut con, "before");
+    wait_until("the first sale to be a row", DEADLINE, || {
+        order_ids(&shop.pg).contains("before")
+    });
+    // Neither replica applies what comes next; the consumer holds it back.
+    for replica in &shop.replicas {
+        ok::<String>(
+            &mut replica.client(),
+            &["CLIENT", "PAUSE", "600000", "WRITE"],
+        );
+    }
+    buy(&mut con, "lost");
+    wait_until("the consumer to hold the sale back", DEADLINE, || {
+        shop.consumer
+            .output()
+            .contains("left pending until they do")
+    });
+    // The master dies with it; the sentinels promote a replica.
+    shop.master.kill();
+    for replica in &shop.replicas {
+        let mut replica_con = replica.client();
+        wait_until("the replica to see its master gone", DEADLINE, || {
+            seckill_harness::server_info(&mut replica_con, "replication", "master_link_status")
+                .as_deref()
+                == Some("down")
+        });
+        ok::<String>(&mut replica_con, &["CLIENT", "UNPAUSE"]);
+    }
+    let mut promoted = None;
+    wait_until("the sentinels to fail over", DEADLINE, || {
+        promoted = shop.sentinels.nodes[0]
+            .master_port()
+            .filter(|port| *port != shop.master.port);
+        promoted.is_some()
+    });
+    let promoted = promoted.unwrap();
+    shop.sentinels.wait_for_master(promoted);
+    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    wait_until("the promoted replica to take writes", DEADLINE, || {
+        redis::cmd("SECKILL.DEDUCT")
+            .arg(ITEM)
+            .arg("after")
+            .arg(1)
+            .arg("ID")
+            .arg("after")
+            .query::<i64>(&mut on_new)
+            .is_ok()
+    });
+    // The sale the failover lost never becomes a row; the sales on the new
+    // master do, without a restart.
+    wait_until("the sale on the new master to be a row", DEADLINE, || {
+        order_ids(&shop.pg).contains("after")
+    });
+    let rows = order_ids(&shop.pg);
+    assert!(!rows.contains("lost"), "{rows:?}");
+    assert!(
+        shop.consumer.child.try_wait().unwrap().is_none(),
+        "never restarted"
+    );
+    assert!(
+        shop.consumer.output().contains("no longer pending"),
+        "{}",
+        shop.consumer.output()
+    );
+}
+
+#[test]
+fn a_master_the_sentinels_no_longer_name_is_left_even_while_it_answers() {
+    let mut shop = shop(&[]);
+    let mut con = shop.master.client();
+    buy(&mut con, "before");
+    wait_until("the first sale to be a row", DEADLINE, || {
+        order_ids(&shop.pg).contains("before")
+    });
+    // The sentinels stop getting valid answers from the master (as across
+    // a partition); its clients, the consumer included, still do.
+    ok::<String>(&mut con, &["ACL", "SETUSER", "default", "-ping"]);
+    let mut promoted = None;
+    wait_until("the sentinels to fail over", DEADLINE, || {
+        promoted = shop.sentinels.nodes[0]
+            .master_port()
+            .filter(|port| *port != shop.master.port);
+        promoted.is_some()
+    });
+    let promoted = promoted.unwrap();
+    shop.sentinels.wait_for_master(promoted);
+    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    wait_until("the promoted replica to take writes", DEADLINE, || {
+        redis::cmd("SECKILL.DEDUCT")
+            .arg(ITEM)
+            .arg("after")
+            .arg(1)
+            .arg("ID")
+            .arg("after")
+            .query::<i64>(&mut on_new)
+            .is_ok()
+    });
+    wait_until("the sale on the new master to be a row", DEADLINE, || {
+        order_ids(&shop.pg).contains("after")
+    });
+    assert!(
+        shop.consumer.child.try_wait().unwrap().is_none(),
+        "never restarted"
+    );
+    // Left for the new master once, and said once.
+    let said = format!("seckill-orders: the sentinels name 127.0.0.1:{promoted} as the master");
+    let output = shop.consumer.output();
+    assert_eq!(
+        output.lines().filter(|line| *line == said).count(),
+        1,
+        "{output}"
+    );
+    drop(shop.master);
+}

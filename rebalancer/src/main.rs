@@ -58,6 +58,9 @@ use std::time::{Duration, Instant};
 /// How long a silent network may keep a request waiting before the
 /// connection counts as lost.
 const NETWORK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the sentinels are asked whether the master moved while its
+/// connection still works.
+const MASTER_CHECK_EVERY: Duration = Duration::from_secs(2);
 
 struct Config {
     redis: Endpoint,
@@ -381,7 +384,7 @@ fn run(mover: &mut Mover, stop: &AtomicBool) -> Result<(), String> {
                 .build()
                 .map_err(|err| err.to_string())?;
             let mut con = client.get_connection().map_err(|err| err.to_string())?;
-            rounds(&mut con, mover, stop)
+            rounds(&mut con, mover, stop, None)
         }
         _ => {
             // With sentinels, asked anew on every (re)connection.
@@ -389,7 +392,7 @@ fn run(mover: &mut Mover, stop: &AtomicBool) -> Result<(), String> {
             let at = client.get_connection_info().addr().to_string();
             if config.redis.follows_sentinels() && mover.master_at.as_ref() != Some(&at) {
                 eprintln!("seckill-rebalancer: the sentinels name {at} as the master");
-                mover.master_at = Some(at);
+                mover.master_at = Some(at.clone());
             }
             let mut con = client
                 .get_connection_with_timeout(NETWORK_TIMEOUT)
@@ -397,18 +400,38 @@ fn run(mover: &mut Mover, stop: &AtomicBool) -> Result<(), String> {
             con.set_read_timeout(Some(read_timeout))
                 .and_then(|()| con.set_write_timeout(Some(NETWORK_TIMEOUT)))
                 .map_err(|err| err.to_string())?;
-            rounds(&mut con, mover, stop)
+            rounds(&mut con, mover, stop, Some(&at))
         }
     }
 }
 
+/// Rounds on `con` until stopped or an error. `connected_to`: the master's
+/// address, when the sentinels gave it; they are asked every few seconds
+/// whether they name another one now, since a master cut off from them
+/// (and promoted past) still answers this connection as before.
 fn rounds<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
     stop: &AtomicBool,
+    connected_to: Option<&str>,
 ) -> Result<(), String> {
     let config = mover.config;
+    let mut checked = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if let Some(connected) = connected_to {
+            if checked.elapsed() >= MASTER_CHECK_EVERY {
+                checked = Instant::now();
+                // A failed lookup says nothing about the connection.
+                if let Ok(master) = config.redis.master() {
+                    let named = master.get_connection_info().addr().to_string();
+                    if named != connected {
+                        return Err(format!(
+                            "the sentinels name {named} as the master, not {connected}"
+                        ));
+                    }
+                }
+            }
+        }
         for parts in &config.items {
             if holds_lease(con, config, parts).map_err(|err| err.to_string())? {
                 match balance(con, mover, parts) {

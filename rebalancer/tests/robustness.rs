@@ -639,3 +639,59 @@ fn given_only_sentinels_it_follows_a_failover_and_refills_parts_on_the_new_maste
         "never restarted"
     );
 }
+
+#[test]
+fn a_master_the_sentinels_no_longer_name_is_left_even_while_it_answers() {
+    use seckill_harness::sentinel::{Sentinels, MASTER_NAME};
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    for part in ["sku:cut:0", "sku:cut:1"] {
+        con.seckill_init(&Init::new(part, 100)).unwrap();
+    }
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let sentinels = Sentinels::watch(&master, 1);
+    let addresses = sentinels.addresses();
+    let rebalancer = Rebalancer::run(
+        master.dir(),
+        &[
+            ("SECKILL_SENTINELS", addresses.as_str()),
+            ("SECKILL_MASTER_NAME", MASTER_NAME),
+        ],
+        &[
+            "--item",
+            "sku:cut:0,sku:cut:1",
+            "--low",
+            "10",
+            "--interval-ms",
+            "20",
+        ],
+    );
+    rebalancer.wait_for(&format!("name 127.0.0.1:{} as the master", master.port));
+    // The sentinels stop getting valid answers from the master, as across a
+    // partition, and promote the replica; the rebalancer's connection to
+    // the old master still works.
+    ok::<String>(&mut con, &["ACL", "SETUSER", "default", "-ping"]);
+    sentinels.wait_for_master(replica.port);
+    let mut promoted = replica.client();
+    wait_until(
+        "the replica to be promoted",
+        Duration::from_secs(30),
+        || {
+            seckill_harness::server_info(&mut promoted, "replication", "role").as_deref()
+                == Some("master")
+        },
+    );
+    // Drained on the new master, the part is refilled there.
+    for user in 0..95 {
+        let _ = promoted
+            .seckill_deduct(&Deduct::new("sku:cut:0", format!("new:{user}"), 1))
+            .unwrap();
+    }
+    wait_until(
+        "the refill on the new master",
+        Duration::from_secs(30),
+        || stock(&mut promoted, "sku:cut:0") > 10,
+    );
+    rebalancer.wait_for(&format!("name 127.0.0.1:{} as the master", replica.port));
+}

@@ -47,7 +47,38 @@ pub struct EndpointSettings {
     pub credentials: SentinelCredentials,
 }
 
+impl Setting {
+    /// Given as a flag (`--...`), not by the environment.
+    fn is_flag(&self) -> bool {
+        self.from.starts_with("--")
+    }
+}
+
 impl EndpointSettings {
+    /// A way to find Redis given by flags replaces the other way given by
+    /// the environment, as any flag wins over its variable: `--sentinel`
+    /// drops `SECKILL_REDIS_URL`, `--redis-url` drops `SECKILL_SENTINELS`
+    /// and `SECKILL_MASTER_NAME`. Both ways from flags, or both from the
+    /// environment, are left for `from_settings` to refuse.
+    fn flags_win(&self) -> EndpointSettings {
+        let flag = |setting: &Option<Setting>| setting.as_ref().is_some_and(Setting::is_flag);
+        let env = |setting: &Option<Setting>| setting.as_ref().is_some_and(|s| !s.is_flag());
+        let mut settings = self.clone();
+        let sentinels_by_flag = flag(&self.sentinels) || flag(&self.master_name);
+        if flag(&self.url) && !sentinels_by_flag {
+            if env(&self.sentinels) {
+                settings.sentinels = None;
+            }
+            if env(&self.master_name) {
+                settings.master_name = None;
+            }
+        }
+        if sentinels_by_flag && env(&self.url) {
+            settings.url = None;
+        }
+        settings
+    }
+
     /// Takes `setting` if `flag` is one of the endpoint's: `--redis-url`
     /// (or `--redis`), `--sentinel`, `--master-name`; false otherwise.
     pub fn set(&mut self, flag: &str, setting: Setting) -> bool {
@@ -123,6 +154,7 @@ impl Endpoint {
         settings: &EndpointSettings,
         default_url: Option<&str>,
     ) -> Result<Endpoint, String> {
+        let settings = &settings.flags_win();
         match (&settings.url, &settings.sentinels) {
             (Some(url), Some(sentinels)) => Err(format!(
                 "{} and {} are two ways to find Redis; give one",
@@ -374,6 +406,26 @@ mod tests {
         };
         let err = Endpoint::from_settings(&settings, None).err().unwrap();
         assert!(err.contains("--redis-url and --sentinel"), "{err}");
+    }
+
+    #[test]
+    fn a_way_given_by_flags_wins_over_the_other_way_given_by_the_environment() {
+        let sentinels_by_flag = EndpointSettings {
+            url: setting("SECKILL_REDIS_URL", "redis://127.0.0.1:1/"),
+            sentinels: setting("--sentinel", "127.0.0.1:26379"),
+            master_name: setting("--master-name", "shop"),
+            ..Default::default()
+        };
+        let endpoint = Endpoint::from_settings(&sentinels_by_flag, None).unwrap();
+        assert!(endpoint.follows_sentinels());
+        let url_by_flag = EndpointSettings {
+            url: setting("--redis-url", "redis://127.0.0.1:1/"),
+            sentinels: setting("SECKILL_SENTINELS", "127.0.0.1:26379"),
+            master_name: setting("SECKILL_MASTER_NAME", "shop"),
+            ..Default::default()
+        };
+        let endpoint = Endpoint::from_settings(&url_by_flag, None).unwrap();
+        assert!(!endpoint.follows_sentinels());
     }
 
     #[test]
