@@ -18,21 +18,28 @@ pub struct ModuleAlloc;
 // aligned to their size class (as `RedisAlloc` relies on too).
 unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        RedisAlloc.alloc(layout)
+        // SAFETY: the caller's layout contract, passed on unchanged.
+        unsafe { RedisAlloc.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        RedisAlloc.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from this allocator with `layout`.
+        unsafe { RedisAlloc.dealloc(ptr, layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        match raw::RedisModule_Calloc {
+        // SAFETY: the API pointer is set once at load, before any
+        // allocation, and never written again.
+        let calloc = unsafe { raw::RedisModule_Calloc };
+        match calloc {
             // Rounded up to the alignment, as `RedisAlloc::alloc` does.
             Some(calloc) => {
                 let size = (layout.size() + layout.align() - 1) & !(layout.align() - 1);
-                calloc(1, size).cast()
+                // SAFETY: Redis's calloc, for one block of `size` bytes.
+                unsafe { calloc(1, size) }.cast()
             }
-            None => RedisAlloc.alloc_zeroed(layout),
+            // SAFETY: the caller's layout contract, passed on unchanged.
+            None => unsafe { RedisAlloc.alloc_zeroed(layout) },
         }
     }
 }

@@ -13,8 +13,13 @@ use std::os::raw::c_int;
 pub struct Arg(*mut raw::RedisModuleString);
 
 impl Arg {
-    /// Wraps a string the module made itself, e.g. a key name in a timer.
-    pub fn from_ptr(string: *mut raw::RedisModuleString) -> Arg {
+    /// Wraps a string Redis handed the module outside a command's `argv`,
+    /// e.g. a key name in a keyspace event or a scan callback.
+    ///
+    /// # Safety
+    /// `string` must be a valid Redis string that outlives the `Arg`: every
+    /// method reads through it.
+    pub unsafe fn from_ptr(string: *mut raw::RedisModuleString) -> Arg {
         Arg(string)
     }
 
@@ -44,7 +49,10 @@ impl Arg {
 /// slice, as Redis guarantees for the duration of a command call.
 pub unsafe fn from_argv<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [Arg] {
     match usize::try_from(argc) {
-        Ok(len) if !argv.is_null() => std::slice::from_raw_parts(argv.cast::<Arg>(), len),
+        // SAFETY: as the caller promises; `Arg` is a transparent pointer.
+        Ok(len) if !argv.is_null() => unsafe {
+            std::slice::from_raw_parts(argv.cast::<Arg>(), len)
+        },
         _ => &[],
     }
 }

@@ -171,7 +171,8 @@ pub fn in_db(ctx: &Context, db: std::os::raw::c_int, key: &[u8], visit: impl FnO
         select_db(ctx.get_raw(), db);
         create_string(ctx.get_raw(), key.as_ptr().cast(), key.len())
     };
-    let name = Arg::from_ptr(name);
+    // SAFETY: made just above; freed below, after its last use.
+    let name = unsafe { Arg::from_ptr(name) };
     visit(&name);
     // SAFETY: created above, not used after this.
     unsafe { free_string(ctx.get_raw(), name.as_ptr()) };

@@ -5,6 +5,11 @@
 //! module data type and its callbacks; `item_key` reaches an item at a key;
 //! `args` reads a command's arguments in place.
 
+// An unsafe fn is no licence: each unsafe operation in it still carries
+// its own block, and every block says why it is sound.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 /// A Redis module API function, or `None` if this server lacks it. The
 /// pointers are written once, by RedisModule_Init when the module loads.
 macro_rules! redis_api {

@@ -45,7 +45,10 @@ pub enum StreamKey {
 }
 
 /// Looks at `name` without opening it for writing.
-pub fn inspect(ctx: &Context, name: *mut raw::RedisModuleString) -> StreamKey {
+///
+/// # Safety
+/// `name` must be a valid Redis string for the duration of the call.
+pub unsafe fn inspect(ctx: &Context, name: *mut raw::RedisModuleString) -> StreamKey {
     let Some(key_type) = redis_api!(RedisModule_KeyType) else {
         return StreamKey::OtherType;
     };
@@ -72,8 +75,10 @@ fn create_string(ctx: &Context, bytes: &[u8]) -> Option<*mut raw::RedisModuleStr
 /// Checks that `stream` can be an order stream now: empty or a stream.
 pub fn check_type(ctx: &Context, stream: &[u8]) -> Result<(), RedisError> {
     let name = create_string(ctx, stream).ok_or(RedisError::Str(ERR_STREAM_WRONGTYPE))?;
-    let found = inspect(ctx, name);
-    free_string(ctx.get_raw(), name);
+    // SAFETY: made just above, freed right after this look, not used again.
+    let found = unsafe { inspect(ctx, name) };
+    // SAFETY: made above by this module, not used after this.
+    unsafe { free_string(ctx.get_raw(), name) };
     match found {
         StreamKey::OtherType => Err(RedisError::Str(ERR_STREAM_WRONGTYPE)),
         _ => Ok(()),
@@ -108,7 +113,8 @@ pub fn caller_may_write(ctx: &Context, stream: &[u8]) -> bool {
     }
     // SAFETY: a live user name; the user is freed below.
     let user = unsafe { find_user(user_name) };
-    free_string(ctx.get_raw(), user_name);
+    // SAFETY: made by this module above, not used after this.
+    unsafe { free_string(ctx.get_raw(), user_name) };
     if user.is_null() {
         return false;
     }
@@ -123,16 +129,20 @@ pub fn caller_may_write(ctx: &Context, stream: &[u8]) -> bool {
         status == raw::REDISMODULE_OK as c_int
     };
     for string in argv {
-        free_string(ctx.get_raw(), string);
+        // SAFETY: made by this module above for the check, done with now.
+        unsafe { free_string(ctx.get_raw(), string) };
     }
     // SAFETY: found above, not used after this.
     unsafe { free_user(user) };
     allowed
 }
 
-fn free_string(ctx: *mut raw::RedisModuleCtx, string: *mut raw::RedisModuleString) {
+/// # Safety
+/// `string` must have been created by this module in `ctx` (or with no
+/// context) and must not be used after this.
+unsafe fn free_string(ctx: *mut raw::RedisModuleCtx, string: *mut raw::RedisModuleString) {
     if let Some(free) = redis_api!(RedisModule_FreeString) {
-        // SAFETY: created by this module and not used after this.
+        // SAFETY: as the caller promises.
         unsafe { free(ctx, string) };
     }
 }
@@ -159,7 +169,8 @@ impl OrderStream {
             maxlen: outbox.maxlen,
             appended: Vec::new(),
         };
-        match inspect(ctx, name) {
+        // SAFETY: `name` is the stream's, alive as long as `stream`.
+        match unsafe { inspect(ctx, name) } {
             StreamKey::Stream => Ok(stream),
             StreamKey::OtherType => Err(RedisError::Str(ERR_STREAM_WRONGTYPE)),
             StreamKey::Missing if crate::cluster::slot_is_moving(ctx, &outbox.stream) => {
@@ -178,7 +189,8 @@ impl OrderStream {
             // A single append that fails leaves the stream as it was.
             return Ok(());
         }
-        let stream = crate::args::Arg::from_ptr(self.name);
+        // SAFETY: the stream's name lives as long as `self`.
+        let stream = unsafe { crate::args::Arg::from_ptr(self.name) };
         // A missing stream has every ID left.
         let last_id = crate::call::field(
             ctx,
@@ -258,7 +270,8 @@ impl OrderStream {
         };
         if added != raw::REDISMODULE_OK as c_int {
             for string in strings {
-                free_string(ctx, string);
+                // SAFETY: made above for the refused entry, used by nothing.
+                unsafe { free_string(ctx, string) };
             }
             return Err(RedisError::Str(ERR_STREAM_FULL));
         }
@@ -278,7 +291,9 @@ impl OrderStream {
             // SAFETY: the key is an open stream holding this entry.
             unsafe { delete(key, &mut entry.id) };
             for string in entry.fields {
-                free_string(self.ctx, string);
+                // SAFETY: the entry's fields, made by this module; the
+                // entry is gone.
+                unsafe { free_string(self.ctx, string) };
             }
         }
     }
@@ -336,7 +351,9 @@ impl OrderStream {
                 }
             }
             for string in entry.fields {
-                free_string(self.ctx, string);
+                // SAFETY: the entry's fields, made by this module, are
+                // replicated and not used after this.
+                unsafe { free_string(self.ctx, string) };
             }
             if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
                 // SAFETY: a static event name and a live key name.
@@ -369,6 +386,7 @@ impl Drop for OrderStream {
         if let Some(key) = self.key {
             raw::close_key(key);
         }
-        free_string(self.ctx, self.name);
+        // SAFETY: the name was made for this stream and goes with it.
+        unsafe { free_string(self.ctx, self.name) };
     }
 }

@@ -46,11 +46,14 @@ pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
 /// # Safety
 /// Redis passes a value created by this module: a `Box<SaleItem>`.
 unsafe fn item<'a>(value: *const c_void) -> &'a SaleItem {
-    &*value.cast::<SaleItem>()
+    // SAFETY: as the caller promises.
+    unsafe { &*value.cast::<SaleItem>() }
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    item(value).encode_chunks(|chunk| raw::save_slice(rdb, chunk));
+    // SAFETY: Redis saves a value of this type.
+    let item = unsafe { item(value) };
+    item.encode_chunks(|chunk| raw::save_slice(rdb, chunk));
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -159,7 +162,9 @@ unsafe extern "C" fn aof_rewrite(
     };
     // AOF rewrites rebuild the item with SECKILL.LOADCHUNK, one chunk per
     // command, so that no single command carries a whole large ledger.
-    item(value).encode_chunks(|chunk| {
+    // SAFETY: Redis rewrites a value of this type.
+    let item = unsafe { item(value) };
+    item.encode_chunks(|chunk| {
         // SAFETY: "sb" takes a RedisModuleString and a buffer with its length.
         unsafe {
             emit(
@@ -184,10 +189,13 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
     // The item's own allocation as the allocator sized it: for an item
     // with no buyers that is most of what it costs.
     let own = match redis_api!(RedisModule_MallocSize) {
-        Some(malloc_size) => malloc_size(value.cast_mut()),
+        // SAFETY: the value is a block of Redis's allocator (the module's
+        // global allocator).
+        Some(malloc_size) => unsafe { malloc_size(value.cast_mut()) },
         None => std::mem::size_of::<SaleItem>(),
     };
-    VALUE_WRAPPER + own + item(value).heap_usage()
+    // SAFETY: Redis measures a value of this type.
+    VALUE_WRAPPER + own + unsafe { item(value) }.heap_usage()
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
@@ -198,7 +206,15 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     ) else {
         return;
     };
-    let item = item(value);
+    // SAFETY: `md` is the digest Redis passed for this call.
+    let add_integer = |value: i64| unsafe { add_integer(md, value) };
+    // SAFETY: `md` as above; the buffer is alive for the call.
+    let add_bytes =
+        |bytes: &[u8]| unsafe { add_bytes(md, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+    // SAFETY: `md` as above.
+    let end = || unsafe { end(md) };
+    // SAFETY: Redis digests a value of this type.
+    let item = unsafe { item(value) };
     let stats = item.stats();
     for field in [
         stats.stock,
@@ -212,27 +228,23 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         stats.window.start,
         stats.window.end,
     ] {
-        add_integer(md, field);
+        add_integer(field);
     }
     if let Some(outbox) = item.outbox() {
-        add_bytes(
-            md,
-            outbox.stream.as_ptr().cast::<c_char>(),
-            outbox.stream.len(),
-        );
-        add_integer(md, outbox.maxlen);
+        add_bytes(&outbox.stream);
+        add_integer(outbox.maxlen);
         // Unchanged for a confirmed stream, so older digests still compare.
         if !outbox.confirmed {
-            add_integer(md, 0);
+            add_integer(0);
         }
     }
     // A split item's transfers, in transfer id order (unchanged for an
     // item that never moved stock, so older digests still compare).
     if let Some(transfers) = item.transfers().filter(|t| !t.is_empty()) {
-        add_integer(md, item.moved_out());
-        add_integer(md, item.moved_in());
+        add_integer(item.moved_out());
+        add_integer(item.moved_in());
         for (id, transfer) in transfers.iter() {
-            add_bytes(md, id.as_ptr().cast::<c_char>(), id.len());
+            add_bytes(id);
             match transfer {
                 Transfer::Out {
                     requested,
@@ -240,21 +252,21 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
                     destination,
                     open,
                 } => {
-                    add_integer(md, *requested);
-                    add_integer(md, *taken);
-                    add_integer(md, i64::from(*open));
+                    add_integer(*requested);
+                    add_integer(*taken);
+                    add_integer(i64::from(*open));
                     if let Some(destination) = destination {
-                        add_bytes(md, destination.as_ptr().cast::<c_char>(), destination.len());
+                        add_bytes(destination);
                     }
                 }
                 Transfer::In { units, reply } => {
-                    add_integer(md, -*units);
-                    add_integer(md, *reply);
+                    add_integer(-*units);
+                    add_integer(*reply);
                 }
             }
         }
     }
-    end(md);
+    end();
     // Each record is one buffer and its own sequence: Redis combines
     // sequences in an order-independent way, so hash-table order does not
     // change the digest, and each call to the digest hashes (SHA1), so a
@@ -264,8 +276,8 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
         record.clear();
         put_digest_id(&mut record, user);
         record.extend_from_slice(&units.to_le_bytes());
-        add_bytes(md, record.as_ptr().cast::<c_char>(), record.len());
-        end(md);
+        add_bytes(&record);
+        end();
     }
     for (id, request) in item.requests() {
         record.clear();
@@ -275,8 +287,8 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
             record.extend_from_slice(&field.to_le_bytes());
         }
         record.push(request.state.code());
-        add_bytes(md, record.as_ptr().cast::<c_char>(), record.len());
-        end(md);
+        add_bytes(&record);
+        end();
     }
 }
 
@@ -307,7 +319,9 @@ pub fn partly_loaded_items() -> usize {
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    let item = Box::from_raw(value.cast::<SaleItem>());
+    // SAFETY: Redis frees a value this module made with `Box::into_raw`,
+    // once.
+    let item = unsafe { Box::from_raw(value.cast::<SaleItem>()) };
     if item.is_partly_loaded() {
         uncount_partly_loaded();
     }
@@ -318,7 +332,8 @@ unsafe extern "C" fn free(value: *mut c_void) {
 }
 
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    item(value).record_count()
+    // SAFETY: Redis asks about a value of this type.
+    unsafe { item(value) }.record_count()
 }
 
 /// COPY: a new item, which joins the sweep's registry under the key and
@@ -329,7 +344,8 @@ unsafe extern "C" fn copy2(
     ctx: *mut raw::RedisModuleKeyOptCtx,
     value: *const c_void,
 ) -> *mut c_void {
-    let mut copied = Box::new(item(value).clone());
+    // SAFETY: Redis copies a value of this type.
+    let mut copied = Box::new(unsafe { item(value) }.clone());
     copied.distrust_outbox();
     if copied.is_partly_loaded() {
         count_partly_loaded();
@@ -339,10 +355,11 @@ unsafe extern "C" fn copy2(
         redis_api!(RedisModule_GetToKeyNameFromOptCtx),
         redis_api!(RedisModule_GetToDbIdFromOptCtx),
     ) {
-        let name = to_key(ctx);
+        // SAFETY: the key-operation context Redis passed to `copy2`.
+        let (name, to_db) = unsafe { (to_key(ctx), to_db(ctx)) };
         if !name.is_null() {
             let key = redis_module::RedisString::string_as_slice(name.cast_mut());
-            crate::hold_registry::watch(&copied, to_db(ctx), key, deadline);
+            crate::hold_registry::watch(&copied, to_db, key, deadline);
         }
     }
     Box::into_raw(copied).cast::<c_void>()

@@ -188,7 +188,8 @@ unsafe fn read_info(data: *const c_void) -> Option<(JobName, SlotRanges)> {
     if data.is_null() {
         return None;
     }
-    let info = &*data.cast::<MigrationInfoV1>();
+    // SAFETY: as the caller promises, and checked non-null above.
+    let info = unsafe { &*data.cast::<MigrationInfoV1>() };
     if info.version < 1 {
         return None;
     }
@@ -199,7 +200,8 @@ unsafe fn read_info(data: *const c_void) -> Option<(JobName, SlotRanges)> {
     let ranges = if info.slot_ranges.is_null() {
         Vec::new()
     } else {
-        std::slice::from_raw_parts(info.slot_ranges, info.num_slot_ranges as usize)
+        // SAFETY: the server's array of `num_slot_ranges` ranges.
+        unsafe { std::slice::from_raw_parts(info.slot_ranges, info.num_slot_ranges as usize) }
             .iter()
             .filter_map(|range| {
                 let start = u16::try_from(range.start_slot).ok()?;

@@ -73,14 +73,17 @@ pub extern "C" fn on_keyspace_event(
         // `rdb_load` marks it so already, except when the AOF replays a
         // RESTORE, which it cannot tell from loading a snapshot.
         let context = Context::new(ctx);
-        let mut item_key = crate::item_key::ItemKey::open_read(&context, &Arg::from_ptr(key));
+        // SAFETY: Redis's key name, alive for the duration of the event.
+        let name = unsafe { Arg::from_ptr(key) };
+        let mut item_key = crate::item_key::ItemKey::open_read(&context, &name);
         if let Ok(Some(item)) = item_key.item_mut() {
             item.distrust_outbox();
         }
     }
     if matches!(event, b"rename_to" | b"move_to") {
         let context = Context::new(ctx);
-        let name = Arg::from_ptr(key);
+        // SAFETY: Redis's key name, alive for the duration of the event.
+        let name = unsafe { Arg::from_ptr(key) };
         let db = selected_db(&context);
         moved().push((db, name.as_bytes().to_vec()));
     }

@@ -142,7 +142,8 @@ fn partly_loaded_keys(ctx: &Context, db: c_int) -> Vec<Vec<u8>> {
         // SAFETY: `found` is the Vec passed to RedisModule_Scan below.
         let found = unsafe { &mut *found.cast::<Vec<Vec<u8>>>() };
         let context = Context::new(ctx);
-        let name = Arg::from_ptr(key_name);
+        // SAFETY: the scanned key's name, alive for this callback.
+        let name = unsafe { Arg::from_ptr(key_name) };
         let key = ItemKey::open_read(&context, &name);
         if let Ok(Some(item)) = key.item() {
             if item.is_partly_loaded() {
