@@ -62,24 +62,27 @@ macro_rules! allocator {
 /// The C entry point Redis calls for one command: hands the handler the
 /// arguments in place and sends its reply.
 macro_rules! entry_point {
-    ($handler:path, $position:expr) => {{
+    ($handler:path, $id:ident) => {{
         extern "C" fn call(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut *mut raw::RedisModuleString,
             argc: c_int,
         ) -> c_int {
-            stats::CALLS[$position].bump();
+            stats::CALLS[stats::CommandId::$id as usize].bump();
             let context = Context::new(ctx);
             // SAFETY: Redis passes `argc` strings that live for this call.
             let args = unsafe { args::from_argv(argv, argc) };
             context.reply($handler(&context, args)) as c_int
         }
-        call as extern "C" fn(_, _, _) -> c_int
+        EntryPoint {
+            id: stats::CommandId::$id,
+            call,
+        }
     }};
     // A command flagged `getkeys-api`: the server may call it only to learn
     // which arguments are keys (ACL checks, cluster routing), with no client
     // to reply to and nothing to count.
-    ($handler:path, $position:expr, keys: $keys:path) => {{
+    ($handler:path, $id:ident, keys: $keys:path) => {{
         extern "C" fn call(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut *mut raw::RedisModuleString,
@@ -92,15 +95,22 @@ macro_rules! entry_point {
                 $keys(&context, args);
                 return raw::REDISMODULE_OK as c_int;
             }
-            stats::CALLS[$position].bump();
+            stats::CALLS[stats::CommandId::$id as usize].bump();
             context.reply($handler(&context, args)) as c_int
         }
-        call as extern "C" fn(_, _, _) -> c_int
+        EntryPoint {
+            id: stats::CommandId::$id,
+            call,
+        }
     }};
 }
 
-type EntryPoint =
-    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+/// A command's C entry point, and the id its calls are counted under.
+#[derive(Clone, Copy)]
+struct EntryPoint {
+    id: stats::CommandId,
+    call: extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int,
+}
 
 /// One command: its name, entry point, flags and documentation.
 struct Command {
@@ -172,12 +182,13 @@ const STREAM_MAXLEN: Arg = Arg::integer(c"maxlen").token(c"MAXLEN").optional();
 /// `maxmemory`, or a paid hold would lapse and be sold again. Each takes
 /// its item key as the first argument, so cluster clients route it and ACL
 /// key patterns apply; INIT also declares the order stream it names.
-/// The position of each entry is also its counter in `stats::CALLS`
-/// (the second argument of `entry_point!`).
+/// Each entry sits at the place of its `CommandId` (the second argument
+/// of `entry_point!`), which also picks its counter in `stats::CALLS`:
+/// checked below, at compile time.
 const COMMANDS: [Command; stats::COMMANDS] = [
         Command {
             name: c"seckill.init",
-            entry_point: entry_point!(commands::init, 0),
+            entry_point: entry_point!(commands::init, Init),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Creates a sale item with its stock, per-user limit, sale window and order stream",
@@ -214,7 +225,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.add",
-            entry_point: entry_point!(commands::add, 1),
+            entry_point: entry_point!(commands::add, Add),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Puts more units of a sale item on sale, or receives units moved from another part once per transfer id; replies the new stock",
@@ -226,7 +237,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.deduct",
-            entry_point: entry_point!(commands::deduct, 2),
+            entry_point: entry_point!(commands::deduct, Deduct),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Sells units to a user, or holds them until a deadline, in one atomic step; replies the remaining stock or a negative code",
@@ -251,7 +262,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.confirm",
-            entry_point: entry_point!(commands::confirm, 3),
+            entry_point: entry_point!(commands::confirm, Confirm),
             flags: c"write fast",
             docs: Docs {
                 summary: c"Makes a pending hold a final purchase",
@@ -263,7 +274,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.release",
-            entry_point: entry_point!(commands::release, 4),
+            entry_point: entry_point!(commands::release, Release),
             flags: c"write",
             docs: Docs {
                 summary: c"Lets pending holds lapse now; replies how many were released",
@@ -275,7 +286,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.refund",
-            entry_point: entry_point!(commands::refund, 5),
+            entry_point: entry_point!(commands::refund, Refund),
             flags: c"write fast",
             docs: Docs {
                 summary: c"Gives back the units of one purchase, once",
@@ -287,7 +298,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.window",
-            entry_point: entry_point!(commands::window, 6),
+            entry_point: entry_point!(commands::window, Window),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Moves the sale window of a sale item (Unix ms, 0 = open on that side)",
@@ -299,7 +310,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.stream",
-            entry_point: entry_point!(commands::stream, 7, keys: stream_keys),
+            entry_point: entry_point!(commands::stream, Stream, keys: stream_keys),
             flags: c"write deny-oom fast getkeys-api",
             docs: Docs {
                 summary: c"Sets the order stream of a sale item, or clears it",
@@ -319,7 +330,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.get",
-            entry_point: entry_point!(commands::get, 8),
+            entry_point: entry_point!(commands::get, Get),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the remaining stock of a sale item",
@@ -331,7 +342,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.bought",
-            entry_point: entry_point!(commands::bought, 9),
+            entry_point: entry_point!(commands::bought, Bought),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the units a user holds now",
@@ -343,7 +354,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.holds",
-            entry_point: entry_point!(commands::holds, 10),
+            entry_point: entry_point!(commands::holds, Holds),
             flags: c"readonly",
             docs: Docs {
                 summary: c"Lists pending holds, earliest deadline first",
@@ -355,7 +366,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.info",
-            entry_point: entry_point!(commands::info, 11),
+            entry_point: entry_point!(commands::info, Info),
             flags: c"readonly fast",
             docs: Docs {
                 summary: c"Returns the counters of a sale item",
@@ -367,7 +378,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.take",
-            entry_point: entry_point!(commands::take, 12),
+            entry_point: entry_point!(commands::take, Take),
             flags: c"write deny-oom fast",
             docs: Docs {
                 summary: c"Takes up to qty units out of one part of a split item, once per transfer id; replies the units taken",
@@ -384,7 +395,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.settle",
-            entry_point: entry_point!(commands::settle, 13),
+            entry_point: entry_point!(commands::settle, Settle),
             flags: c"write fast",
             docs: Docs {
                 summary: c"Closes a transfer given out by TAKE once its units arrived",
@@ -396,7 +407,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.transfers",
-            entry_point: entry_point!(commands::transfers, 14),
+            entry_point: entry_point!(commands::transfers, Transfers),
             flags: c"readonly",
             docs: Docs {
                 summary: c"Lists the transfers a part gave out and that are not settled",
@@ -408,7 +419,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
         },
         Command {
             name: c"seckill.loadchunk",
-            entry_point: entry_point!(commands::load_chunk, 15),
+            entry_point: entry_point!(commands::load_chunk, LoadChunk),
             flags: c"write deny-oom",
             docs: Docs {
                 summary: c"Loads part of a sale item; written by AOF rewrites, accepted only while loading or from the master",
@@ -419,6 +430,19 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             },
         },
 ];
+
+// A table entry out of its id's place would count its calls under another
+// command's name in INFO seckill.
+const _: () = {
+    let mut place = 0;
+    while place < COMMANDS.len() {
+        assert!(
+            COMMANDS[place].entry_point.id as usize == place,
+            "a command out of its CommandId's place"
+        );
+        place += 1;
+    }
+};
 
 /// Puts a command in the ACL categories its flags imply (`@write` or
 /// `@read`, and `@fast`), where the server has categories for module
@@ -659,7 +683,7 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
             create_command(
                 ctx.ctx,
                 name.as_ptr(),
-                Some(command.entry_point),
+                Some(command.entry_point.call),
                 command.flags.as_ptr(),
                 1,
                 1,

@@ -10,7 +10,7 @@ mod ledger;
 mod radix;
 mod transfer;
 
-pub use change::{Change, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
+pub use change::{Change, Counted, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
 use ledger::{LazyLedger, Lookup};
 pub use ledger::{RequestState, RequestView};
 use std::collections::HashMap;

@@ -5,6 +5,7 @@
 //! instruction on a purchase's hot path. INFO reads them on the same
 //! thread.
 
+use crate::sale_item::Counted;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub struct Counter(AtomicU64);
@@ -35,9 +36,31 @@ impl Counter {
     }
 }
 
-pub const COMMANDS: usize = 16;
+/// Every command, by the id that is its place in the command table (see
+/// `COMMANDS` in lib.rs, checked at compile time) and its call counter.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CommandId {
+    Init,
+    Add,
+    Deduct,
+    Confirm,
+    Release,
+    Refund,
+    Window,
+    Stream,
+    Get,
+    Bought,
+    Holds,
+    Info,
+    Take,
+    Settle,
+    Transfers,
+    LoadChunk,
+}
 
-/// Calls of each command, in the order of the command table.
+pub const COMMANDS: usize = CommandId::LoadChunk as usize + 1;
+
+/// Calls of each command, by its `CommandId`.
 pub static CALLS: [Counter; COMMANDS] = [const { Counter::new() }; COMMANDS];
 
 pub static UNITS_SOLD: Counter = Counter::new();
@@ -121,6 +144,28 @@ pub fn fields(commands: &[&str], items_with_holds: Option<usize>) -> Vec<Field> 
         fields.push(("items_with_pending_holds".into(), items as u64));
     }
     fields
+}
+
+/// Counts an applied change: `figure` is what applying it returned,
+/// `lapsed` the holds settled before it.
+pub fn count_change(counted: Counted, figure: i64, lapsed: usize) {
+    let units = |qty: i64| u64::try_from(qty).unwrap_or(0);
+    match counted {
+        Counted::Sold { qty, hold } => {
+            UNITS_SOLD.add(units(qty));
+            if hold {
+                HOLDS_PLACED.bump();
+            }
+        }
+        Counted::Confirmed => HOLDS_CONFIRMED.bump(),
+        Counted::Refunded(qty) => UNITS_REFUNDED.add(units(qty)),
+        Counted::Released => HOLDS_LAPSED.add(units(figure)),
+        Counted::Added(qty) => UNITS_ADDED.add(units(qty)),
+        Counted::MovedOut => UNITS_MOVED_OUT.add(units(figure)),
+        Counted::MovedIn(qty) => UNITS_MOVED_IN.add(units(qty)),
+        Counted::Other => {}
+    }
+    HOLDS_LAPSED.add(lapsed as u64);
 }
 
 #[cfg(test)]

@@ -159,19 +159,14 @@ fn commit(
             .map(|hold| item.hold_request_id(*hold).to_vec())
             .collect()
     };
-    let adds_hold =
-        matches!(&change, Change::Deduct(purchase) if purchase.order.hold_until.is_some());
-    let counted = Counted::of(&change);
-    let ends_holds = !settle.is_empty()
-        || matches!(
-            &change,
-            Change::Confirm(_) | Change::Release(_) | Change::Refund { hold: Some(_), .. }
-        );
+    let adds_hold = change.adds_hold();
+    let counted = change.counted();
+    let ends_holds = !settle.is_empty() || change.ends_holds();
     // A caller allowed to write a restored item's stream has just written
     // it: the name is vouched for from now on, on replicas too.
     let confirms = stream.is_some() && item.outbox().is_some_and(|outbox| !outbox.confirmed);
     let figure = item.apply(&settle, change);
-    counted.record(figure, settle.len());
+    stats::count_change(counted, figure, settle.len());
     if confirms {
         item.confirm_outbox();
     }
@@ -199,61 +194,6 @@ fn commit(
         }
     }
     Ok(figure)
-}
-
-/// What `INFO seckill` counts of a change, noted before it is applied
-/// (applying consumes it).
-enum Counted {
-    Sold { qty: i64, hold: bool },
-    Confirmed,
-    Refunded(i64),
-    Released,
-    Added(i64),
-    MovedOut,
-    MovedIn(i64),
-    Other,
-}
-
-impl Counted {
-    fn of(change: &Change) -> Counted {
-        match change {
-            Change::Deduct(purchase) => Counted::Sold {
-                qty: purchase.order.qty,
-                hold: purchase.order.hold_until.is_some(),
-            },
-            Change::Confirm(_) => Counted::Confirmed,
-            Change::Refund { qty, .. } => Counted::Refunded(*qty),
-            Change::Release(_) => Counted::Released,
-            Change::Add(qty) => Counted::Added(*qty),
-            Change::Take { .. } => Counted::MovedOut,
-            Change::TransferIn { units, .. } => Counted::MovedIn(*units),
-            Change::Nothing | Change::Window(_) | Change::Outbox(_) | Change::Settle(_) => {
-                Counted::Other
-            }
-        }
-    }
-
-    /// `figure` is what applying the change returned; `lapsed` the holds
-    /// settled before it.
-    fn record(self, figure: i64, lapsed: usize) {
-        let units = |qty: i64| u64::try_from(qty).unwrap_or(0);
-        match self {
-            Counted::Sold { qty, hold } => {
-                stats::UNITS_SOLD.add(units(qty));
-                if hold {
-                    stats::HOLDS_PLACED.bump();
-                }
-            }
-            Counted::Confirmed => stats::HOLDS_CONFIRMED.bump(),
-            Counted::Refunded(qty) => stats::UNITS_REFUNDED.add(units(qty)),
-            Counted::Released => stats::HOLDS_LAPSED.add(units(figure)),
-            Counted::Added(qty) => stats::UNITS_ADDED.add(units(qty)),
-            Counted::MovedOut => stats::UNITS_MOVED_OUT.add(units(figure)),
-            Counted::MovedIn(qty) => stats::UNITS_MOVED_IN.add(units(qty)),
-            Counted::Other => {}
-        }
-        stats::HOLDS_LAPSED.add(lapsed as u64);
-    }
 }
 
 /// What a write that changed an item tells the rest of the server.

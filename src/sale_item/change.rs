@@ -91,6 +91,53 @@ pub enum Verdict<'a, T> {
     Change(Change<'a>),
 }
 
+/// What `INFO seckill` counts of a change, noted before it is applied
+/// (applying consumes it).
+pub enum Counted {
+    Sold { qty: i64, hold: bool },
+    Confirmed,
+    Refunded(i64),
+    Released,
+    Added(i64),
+    MovedOut,
+    MovedIn(i64),
+    Other,
+}
+
+impl Change<'_> {
+    /// What `INFO seckill` counts of this change.
+    pub fn counted(&self) -> Counted {
+        match self {
+            Change::Deduct(purchase) => Counted::Sold {
+                qty: purchase.order.qty,
+                hold: purchase.order.hold_until.is_some(),
+            },
+            Change::Confirm(_) => Counted::Confirmed,
+            Change::Refund { qty, .. } => Counted::Refunded(*qty),
+            Change::Release(_) => Counted::Released,
+            Change::Add(qty) => Counted::Added(*qty),
+            Change::Take { .. } => Counted::MovedOut,
+            Change::TransferIn { units, .. } => Counted::MovedIn(*units),
+            Change::Nothing | Change::Window(_) | Change::Outbox(_) | Change::Settle(_) => {
+                Counted::Other
+            }
+        }
+    }
+
+    /// True for a change that places a hold (the sweep must watch it).
+    pub fn adds_hold(&self) -> bool {
+        matches!(self, Change::Deduct(purchase) if purchase.order.hold_until.is_some())
+    }
+
+    /// True for a change that ends a hold (the sweep's deadline may move).
+    pub fn ends_holds(&self) -> bool {
+        matches!(
+            self,
+            Change::Confirm(_) | Change::Release(_) | Change::Refund { hold: Some(_), .. }
+        )
+    }
+}
+
 /// When a write judges lapses: holds whose deadline is at or before this
 /// moment (Unix ms) count as released. `None` counts none as lapsed: a
 /// replica or AOF replay applying a call its master judged with nothing
