@@ -6,15 +6,21 @@ mod bookkeeping;
 mod change;
 pub mod codec;
 mod index;
+#[cfg(test)]
+mod judged_and_applied;
 mod ledger;
 mod radix;
 mod transfer;
+#[cfg(test)]
+pub use judged_and_applied::{Lapsed, Restock};
 
-pub use change::{Change, Counted, EventView, HoldRef, LapseMoment, Order, Purchase, Verdict};
+pub use change::{Change, Counted, EventView, HoldRef, LapseMoment, Order, Verdict};
+#[cfg(test)]
+pub use ledger::RequestState;
+pub use ledger::RequestView;
 use ledger::{LazyLedger, Lookup};
-pub use ledger::{RequestState, RequestView};
 use std::collections::HashMap;
-pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN, MAX_TRANSFERS};
+pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -42,7 +48,9 @@ impl Stock {
 /// What a DEDUCT did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deduction {
-    /// Units taken now; the remaining stock after it.
+    /// Units taken now; the remaining stock after it (only the tests' calls
+    /// judge and apply in one go: the module replies the applied figure).
+    #[cfg(test)]
     Bought {
         remaining: i64,
     },
@@ -107,14 +115,6 @@ pub struct Outbox {
     pub confirmed: bool,
 }
 
-/// A hold that lapsed, as released.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lapsed {
-    pub request_id: Vec<u8>,
-    pub user: Vec<u8>,
-    pub qty: i64,
-}
-
 /// The time a purchase is judged at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moment {
@@ -123,15 +123,6 @@ pub enum Moment {
     /// The master already judged the time (a replica applying its purchase,
     /// or an AOF replay); judging again by another clock would diverge.
     Decided,
-}
-
-/// What an ADD did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Restock {
-    /// Stock grew; the remaining stock after it.
-    Added { remaining: i64 },
-    /// An unlimited item has nothing to add to.
-    Unlimited,
 }
 
 /// Calls the item refuses; none of them changes anything.
@@ -164,7 +155,9 @@ pub enum ItemError {
 /// What a CONFIRM did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Confirmation {
-    /// A pending hold became a purchase now.
+    /// A pending hold became a purchase now (the tests' one-go call; the
+    /// module replies once it applied the change).
+    #[cfg(test)]
     Confirmed,
     /// The purchase was final already.
     AlreadyConfirmed,
@@ -361,93 +354,12 @@ impl SaleItem {
         }
     }
 
-    /// Puts `qty` more units on sale.
-    pub fn add(&mut self, qty: i64) -> Result<Restock, ItemError> {
-        Ok(match self.judge_add(qty, None)? {
-            Verdict::Answer(_) => Restock::Unlimited,
-            Verdict::Change(change) => Restock::Added {
-                remaining: self.apply(&[], change),
-            },
-        })
-    }
-
-    /// Sells `qty` units to `user` if the sale window, the stock and the
-    /// user's limit allow, recording the purchase under `request_id` when
-    /// one is given. With `hold_until` (Unix ms; it needs a request id) the
-    /// units are reserved until CONFIRM, REFUND or that deadline. Lapsed
-    /// holds count as pending: the judging with lapses is `judge_deduct`.
-    pub fn deduct(
-        &mut self,
-        user: &[u8],
-        qty: i64,
-        request_id: Option<&[u8]>,
-        moment: Moment,
-        hold_until: Option<i64>,
-    ) -> Result<Deduction, ItemError> {
-        let order = Order {
-            user,
-            qty,
-            request_id,
-            hold_until,
-        };
-        Ok(match self.judge_deduct(order, moment, None)? {
-            Verdict::Answer(deduction) => deduction,
-            Verdict::Change(change) => Deduction::Bought {
-                remaining: self.apply(&[], change),
-            },
-        })
-    }
-
-    /// Turns the pending hold under `request_id` into a purchase for good.
-    pub fn confirm(&mut self, request_id: &[u8]) -> Confirmation {
-        match self.judge_confirm(request_id, None) {
-            Verdict::Answer(confirmation) => confirmation,
-            Verdict::Change(change) => {
-                self.apply(&[], change);
-                Confirmation::Confirmed
-            }
-        }
-    }
-
     /// The earliest deadline among pending holds.
     pub fn next_deadline(&self) -> Option<i64> {
         self.ledger
             .holds
             .first_key_value()
             .map(|((deadline, _), _)| *deadline)
-    }
-
-    /// Releases at most `max` holds whose deadline is `now` or earlier:
-    /// their units go back to the stock and to their users' quotas.
-    pub fn release_due(&mut self, now: i64, max: usize) -> Vec<Lapsed> {
-        let due: Vec<HoldRef> = self
-            .ledger
-            .holds
-            .range(..=(now, u32::MAX))
-            .take(max)
-            .map(|(hold, _)| *hold)
-            .collect();
-        let lapsed = due.iter().map(|hold| self.lapsed(*hold)).collect();
-        self.apply(&due, Change::Nothing);
-        lapsed
-    }
-
-    /// Releases the named holds whatever the time: what a replica or an AOF
-    /// replay does when its master released them. Returns those that were
-    /// still pending.
-    pub fn release(&mut self, request_ids: &[&[u8]]) -> Vec<Lapsed> {
-        match self.judge_release(request_ids, None) {
-            Verdict::Answer(_) => Vec::new(),
-            Verdict::Change(Change::Release(holds)) => {
-                let lapsed = holds.iter().map(|hold| self.lapsed(*hold)).collect();
-                self.apply(&[], Change::Release(holds));
-                lapsed
-            }
-            Verdict::Change(change) => {
-                self.apply(&[], change);
-                Vec::new()
-            }
-        }
     }
 
     /// Pending holds, earliest deadline first: (request id, user, qty,
@@ -502,15 +414,6 @@ impl SaleItem {
         };
         let (_, lapsing) = self.lapsing(Some(now), Some(buyer.handle()));
         buyer.units.saturating_sub(lapsing).max(0)
-    }
-
-    /// Gives back the units bought under `request_id`, once. Returns the
-    /// units returned: 0 when the id is unknown or already refunded.
-    pub fn refund(&mut self, request_id: &[u8]) -> Result<i64, ItemError> {
-        Ok(match self.judge_refund(request_id, None)? {
-            Verdict::Answer(units) => units,
-            Verdict::Change(change) => self.apply(&[], change),
-        })
     }
 
     /// Users holding at least one unit, with their units.

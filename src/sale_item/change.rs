@@ -17,9 +17,7 @@
 //! [`settle_plan`]: SaleItem::settle_plan
 
 use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
-use super::{
-    Confirmation, Deduction, ItemError, Lapsed, Moment, Outbox, Restock, SaleItem, Stock, Window,
-};
+use super::{Confirmation, Deduction, ItemError, Moment, Outbox, SaleItem, Stock, Window};
 use std::collections::HashSet;
 
 /// A pending hold as the item indexes it: its deadline and request record.
@@ -437,16 +435,6 @@ impl SaleItem {
         self.ledger.request_id(handle)
     }
 
-    /// What releasing `hold` will report, read before it is released.
-    pub fn lapsed(&self, (_, handle): HoldRef) -> Lapsed {
-        let request = self.ledger.request(handle);
-        Lapsed {
-            request_id: self.ledger.request_id(handle).to_vec(),
-            user: request.user.to_vec(),
-            qty: request.qty,
-        }
-    }
-
     /// Releases `holds` (from `settle_plan`), then makes `change`. Returns
     /// the reply figure of a change that has one (the stock after a DEDUCT
     /// or an ADD, the units a REFUND gave back).
@@ -589,16 +577,6 @@ impl SaleItem {
         self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
         self.ledger.expired = self.ledger.expired.saturating_add(qty);
         self.ledger.set_state(handle, RequestState::Expired);
-    }
-}
-
-impl Restock {
-    /// ADD's reply.
-    pub fn reply(self) -> i64 {
-        match self {
-            Restock::Added { remaining } => remaining,
-            Restock::Unlimited => super::UNLIMITED_STOCK,
-        }
     }
 }
 
