@@ -32,6 +32,8 @@ mod item_key;
 mod order_stream;
 mod persistence;
 mod sale_item;
+mod server_events;
+mod settings;
 mod slot_migration;
 mod stats;
 mod sweeper;
@@ -502,171 +504,8 @@ extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: 
     }
 }
 
-/// True on Valkey, which names itself in `INFO server`.
-fn is_valkey(ctx: &Context) -> bool {
-    call::string(ctx, "INFO", &[b"server"]).is_some_and(|info| info.contains("server_name:valkey"))
-}
-
-/// Keyspace and server events that move items between names and
-/// databases, so that the sweep's registry follows them.
-///
-/// Not the keyspace events on Valkey: on Valkey 8.1, a module listening to
-/// generic keyspace events makes `MOVE` and `COPY ... DB` replicate into
-/// the target database instead of the source (the notification's database
-/// leaks into the command's propagation), whatever the listener does, and
-/// replicas diverge. There the sweep cannot follow a renamed or moved item:
-/// its lapsed holds are released by its next write instead.
-fn subscribe_to_events(ctx: &Context) {
-    let keyspace = redis_api!(RedisModule_SubscribeToKeyspaceEvents).filter(|_| !is_valkey(ctx));
-    if let Some(subscribe) = keyspace {
-        // SAFETY: a callback with the RedisModuleNotificationFunc signature.
-        let status = unsafe {
-            subscribe(
-                ctx.ctx,
-                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
-                Some(sweeper::on_keyspace_event),
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            ctx.log_warning("seckill: cannot follow renamed or moved items");
-        }
-    }
-    if let Some(subscribe) = redis_api!(RedisModule_SubscribeToServerEvent) {
-        let swap_db = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_SWAPDB,
-            dataver: 1,
-        };
-        let loading = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_LOADING,
-            dataver: 1,
-        };
-        let config = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_CONFIG,
-            dataver: 1,
-        };
-        // SAFETY: callbacks with the RedisModuleEventCallback signature.
-        unsafe {
-            subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db));
-            subscribe(ctx.ctx, loading, Some(commands::on_loading_event));
-            subscribe(ctx.ctx, config, Some(on_config_change));
-        }
-    }
-}
-
-/// An evicted item loses its ledger: its limits and request ids reset when
-/// the application creates it again, and its pending holds vanish with no
-/// `expire` event. Says so when the server could evict one: under any
-/// `allkeys-*` policy, and under `volatile-*` for items with a TTL.
-fn warn_if_items_can_be_evicted(ctx: &Context) {
-    let Some(policy) = call::field(
-        ctx,
-        "CONFIG",
-        &[b"GET", b"maxmemory-policy"],
-        "maxmemory-policy",
-    ) else {
-        return;
-    };
-    let which = if policy.starts_with("allkeys-") {
-        "sale items"
-    } else if policy.starts_with("volatile-") {
-        "sale items created with a TTL (EX, PX, EXAT, PXAT)"
-    } else {
-        return;
-    };
-    ctx.log_warning(&format!(
-        "seckill: maxmemory-policy is {policy}: at maxmemory {which} can be evicted; an \
-         evicted item loses its buyers, request ids and pending holds (no expire event is \
-         written for them); run noeviction, or a volatile-* policy with items created \
-         without a TTL"
-    ));
-}
-
-/// CONFIG SET, as a server event: warns again when the eviction policy
-/// changes to one that can evict items.
-extern "C" fn on_config_change(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut std::os::raw::c_void,
-) {
-    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE || data.is_null() {
-        return;
-    }
-    // SAFETY: Redis passes a RedisModuleConfigChange for this event, with
-    // `num_changes` NUL-terminated names that live for the callback.
-    let change = unsafe { &*data.cast::<raw::RedisModuleConfigChange>() };
-    let mut names = (0..change.num_changes as usize).map(|index| {
-        // SAFETY: `index` is below `num_changes` (see above).
-        unsafe { CStr::from_ptr(*change.config_names.add(index)) }
-    });
-    if names.any(|name| name.to_bytes() == b"maxmemory-policy") {
-        warn_if_items_can_be_evicted(&Context::new(ctx));
-    }
-}
-
-/// One numeric setting: `seckill.<name>`, its default and its range.
-struct Setting {
-    name: &'static str,
-    default: i64,
-    min: i64,
-    max: i64,
-}
-
-const SWEEP_INTERVAL: Setting = Setting {
-    name: "sweep-interval-ms",
-    default: sweeper::DEFAULT_INTERVAL_MS,
-    min: 1,
-    max: 60_000,
-};
-const SWEEP_STEP_BUDGET: Setting = Setting {
-    name: "sweep-step-budget-us",
-    default: sweeper::DEFAULT_STEP_BUDGET_US,
-    min: 50,
-    max: 100_000,
-};
-const MAX_ID_LENGTH: Setting = Setting {
-    name: "max-id-length",
-    default: sale_item::MAX_ID_LEN as i64,
-    min: 1,
-    max: sale_item::MAX_ID_LEN as i64,
-};
-const SETTINGS: [Setting; 3] = [SWEEP_INTERVAL, SWEEP_STEP_BUDGET, MAX_ID_LENGTH];
-
-/// Checks the `name value` pairs given after the module's path in
-/// `loadmodule`: the crate takes them as the settings' first values
-/// without the range checks `CONFIG SET` applies, so the module refuses to
-/// load on an unknown name, a missing value or one out of range.
-fn check_module_arguments(args: &[RedisString]) -> Result<(), String> {
-    let mut args = args.iter().map(|arg| arg.to_string_lossy());
-    let mut given = Vec::new();
-    while let Some(name) = args.next() {
-        let Some(setting) = SETTINGS.iter().find(|setting| setting.name == name) else {
-            return Err(format!("unknown module argument {name:?}"));
-        };
-        // Only one of two values would apply: which one is not the
-        // operator's to guess.
-        if given.contains(&setting.name) {
-            return Err(format!("module argument {name} given twice"));
-        }
-        given.push(setting.name);
-        let Some(value) = args.next() else {
-            return Err(format!("module argument {name} needs a value"));
-        };
-        match value.parse::<i64>() {
-            Ok(number) if (setting.min..=setting.max).contains(&number) => {}
-            _ => {
-                return Err(format!(
-                    "module argument {name} must be an integer from {} to {}, not {value:?}",
-                    setting.min, setting.max
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
 fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
-    if let Err(problem) = check_module_arguments(args) {
+    if let Err(problem) = settings::check_module_arguments(args) {
         ctx.log_warning(&format!("seckill: {problem}"));
         return Status::Err;
     }
@@ -726,8 +565,8 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
         // replaces the crate's default one.
         unsafe { register_info(ctx.ctx, Some(info_section)) };
     }
-    subscribe_to_events(ctx);
-    warn_if_items_can_be_evicted(ctx);
+    server_events::subscribe(ctx);
+    server_events::warn_if_items_can_be_evicted(ctx);
     sweeper::start(ctx);
     Status::Ok
 }
@@ -745,29 +584,29 @@ redis_module! {
     configurations: [
         i64: [
             [
-                SWEEP_INTERVAL.name,
+                settings::SWEEP_INTERVAL.name,
                 &sweeper::INTERVAL_MS,
-                SWEEP_INTERVAL.default,
-                SWEEP_INTERVAL.min,
-                SWEEP_INTERVAL.max,
+                settings::SWEEP_INTERVAL.default,
+                settings::SWEEP_INTERVAL.min,
+                settings::SWEEP_INTERVAL.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],
             [
-                SWEEP_STEP_BUDGET.name,
+                settings::SWEEP_STEP_BUDGET.name,
                 &sweeper::STEP_BUDGET_US,
-                SWEEP_STEP_BUDGET.default,
-                SWEEP_STEP_BUDGET.min,
-                SWEEP_STEP_BUDGET.max,
+                settings::SWEEP_STEP_BUDGET.default,
+                settings::SWEEP_STEP_BUDGET.min,
+                settings::SWEEP_STEP_BUDGET.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],
             [
-                MAX_ID_LENGTH.name,
+                settings::MAX_ID_LENGTH.name,
                 &commands::MAX_ID_LENGTH,
-                MAX_ID_LENGTH.default,
-                MAX_ID_LENGTH.min,
-                MAX_ID_LENGTH.max,
+                settings::MAX_ID_LENGTH.default,
+                settings::MAX_ID_LENGTH.min,
+                settings::MAX_ID_LENGTH.max,
                 ConfigurationFlags::DEFAULT,
                 None
             ],

@@ -145,7 +145,7 @@ fn server_supports(ctx: &Context) -> bool {
     };
     // Redis numbers its own options, flags and events independently of
     // Valkey's: the same bits mean other things there.
-    if !crate::is_valkey(ctx) {
+    if !crate::server_events::is_valkey(ctx) {
         return false;
     }
     // SAFETY: plain queries of the server's capabilities. (Whether it has
