@@ -3,7 +3,7 @@
 //! the chunk codec in `sale_item::codec`, so RDB files, DUMP payloads and AOF
 //! rewrites share one format.
 
-use crate::sale_item::codec::{DecodeError, WholeLoad};
+use crate::sale_item::codec::{DecodeError, WholeLoad, FORMAT_VERSION};
 use crate::sale_item::{SaleItem, Transfer, MAX_ID_LEN};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
@@ -11,11 +11,11 @@ use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Encoding version handed to Redis with every saved item. A loader accepts
-/// this version and every older one, and refuses newer ones. Version 2 added
-/// the sale window, version 3 holds, version 4 the order stream, version 5
-/// group chunks (the chunk header carries its own format version too).
-pub const ENCODING_VERSION: i32 = 5;
+/// The version Redis stores with every saved item: the format's own
+/// (`codec::FORMAT_VERSION`, also in each header chunk), so that there is
+/// one version to bump. A loader accepts it and every older one (items
+/// saved up to format 7 carry 5 here), and refuses newer ones.
+pub const ENCODING_VERSION: i32 = FORMAT_VERSION as i32;
 
 pub static SALE_ITEM_TYPE: RedisType = RedisType::new(
     "seckill--",
