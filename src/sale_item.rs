@@ -60,9 +60,9 @@ pub enum Deduction {
     },
     SoldOut,
     LimitExceeded,
-    /// The request id bought once and was refunded, or held and let lapse;
-    /// it may not buy again.
-    Refunded,
+    /// The request id bought once and was refunded, or held and let lapse:
+    /// cancelled (`-4`); it may not buy again.
+    Cancelled,
     /// The sale window has not opened yet.
     NotStarted,
     /// The sale window has closed.
@@ -161,8 +161,9 @@ pub enum Confirmation {
     Confirmed,
     /// The purchase was final already.
     AlreadyConfirmed,
-    /// The request id is unknown, refunded, or its hold lapsed.
-    Invalid,
+    /// The request id is unknown, refunded, or its hold lapsed: cancelled
+    /// (`-4`), as DEDUCT names it too.
+    Cancelled,
 }
 
 impl From<ledger::Full> for ItemError {

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub const NOT_ENOUGH_STOCK: i64 = -1;
 pub const LIMIT_EXCEEDED: i64 = -2;
 // -3, no such item, is `write::NO_SUCH_ITEM`: every write answers it alike.
-pub const REQUEST_REFUNDED: i64 = -4;
+pub const CANCELLED: i64 = -4;
 pub const SALE_NOT_STARTED: i64 = -5;
 pub const SALE_ENDED: i64 = -6;
 

@@ -99,7 +99,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         let at = judging.now.or(options.judged_at);
         let change = match item.judge_deduct(order, moment, at)? {
             Verdict::Answer(deduction) => {
-                if matches!(deduction, Deduction::Replayed { .. } | Deduction::Refunded) {
+                if matches!(deduction, Deduction::Replayed { .. } | Deduction::Cancelled) {
                     fence_repeat(ctx);
                 }
                 return Ok(Judgement::Answer(RedisValue::Integer(deduction_reply(
@@ -160,7 +160,7 @@ fn deduction_reply(deduction: Deduction) -> i64 {
         Deduction::Bought { remaining } => remaining,
         Deduction::SoldOut => NOT_ENOUGH_STOCK,
         Deduction::LimitExceeded => LIMIT_EXCEEDED,
-        Deduction::Refunded => REQUEST_REFUNDED,
+        Deduction::Cancelled => CANCELLED,
         Deduction::NotStarted => SALE_NOT_STARTED,
         Deduction::Ended => SALE_ENDED,
     }
@@ -183,7 +183,7 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                         #[cfg(test)]
                         Confirmation::Confirmed => 1,
                         Confirmation::AlreadyConfirmed => 0,
-                        Confirmation::Invalid => REQUEST_REFUNDED,
+                        Confirmation::Cancelled => CANCELLED,
                     }))
                 }
                 Verdict::Change(change) => {

@@ -209,8 +209,8 @@ impl SaleItem {
                 let lapsed =
                     request.state == RequestState::Held && Self::is_lapsed(request.deadline, at);
                 return Ok(Verdict::Answer(match request.state {
-                    RequestState::Refunded | RequestState::Expired => Deduction::Refunded,
-                    RequestState::Held if lapsed => Deduction::Refunded,
+                    RequestState::Refunded | RequestState::Expired => Deduction::Cancelled,
+                    RequestState::Held if lapsed => Deduction::Cancelled,
                     RequestState::Purchased | RequestState::Held => Deduction::Replayed {
                         remaining: request.reply,
                     },
@@ -279,7 +279,7 @@ impl SaleItem {
         at: LapseMoment,
     ) -> Verdict<'static, Confirmation> {
         let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
-            return Verdict::Answer(Confirmation::Invalid);
+            return Verdict::Answer(Confirmation::Cancelled);
         };
         let request = self.ledger.request(handle);
         match request.state {
@@ -287,7 +287,7 @@ impl SaleItem {
             RequestState::Held if !Self::is_lapsed(request.deadline, at) => {
                 Verdict::Change(Change::Confirm((request.deadline, handle)))
             }
-            _ => Verdict::Answer(Confirmation::Invalid),
+            _ => Verdict::Answer(Confirmation::Cancelled),
         }
     }
 

@@ -144,7 +144,7 @@ fn refunded_request_cannot_buy_again() {
     let before = item.clone();
     assert_eq!(
         item.deduct(b"alice", 1, Some(b"r1"), NOW, None),
-        Ok(Deduction::Refunded)
+        Ok(Deduction::Cancelled)
     );
     assert_eq!(item, before);
 }
@@ -516,7 +516,7 @@ proptest! {
                             if previous.user == user.as_slice() && previous.qty == qty {
                                 let expected = match previous.state {
                                     RequestState::Refunded | RequestState::Expired => {
-                                        Deduction::Refunded
+                                        Deduction::Cancelled
                                     }
                                     _ => Deduction::Replayed { remaining: previous.reply },
                                 };
@@ -554,7 +554,7 @@ proptest! {
                     let expected = match before.request(&id).map(|r| r.state) {
                         Some(RequestState::Held) => Confirmation::Confirmed,
                         Some(RequestState::Purchased) => Confirmation::AlreadyConfirmed,
-                        _ => Confirmation::Invalid,
+                        _ => Confirmation::Cancelled,
                     };
                     prop_assert_eq!(confirmation, expected);
                     // Confirming changes no stock and no quota.
@@ -755,10 +755,10 @@ fn a_lapsed_hold_returns_stock_and_quota_and_its_id_is_spent() {
     assert_eq!((stats.held, stats.holds, stats.expired), (0, 0, 1));
     assert_eq!(
         hold(&mut item, b"alice", b"r1", 900),
-        Ok(Deduction::Refunded),
+        Ok(Deduction::Cancelled),
         "a retried DEDUCT of a lapsed hold gets -4"
     );
-    assert_eq!(item.confirm(b"r1"), Confirmation::Invalid);
+    assert_eq!(item.confirm(b"r1"), Confirmation::Cancelled);
     assert!(matches!(
         hold(&mut item, b"alice", b"r2", 900),
         Ok(Deduction::Bought { .. })
@@ -964,7 +964,7 @@ fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
     let item = lapsing_holds(10, 0, 1, 100);
     assert!(matches!(
         item.judge_confirm(b"h0", Some(100)),
-        Verdict::Answer(Confirmation::Invalid)
+        Verdict::Answer(Confirmation::Cancelled)
     ));
     assert!(matches!(
         item.judge_refund(b"h0", Some(100)),
@@ -976,7 +976,7 @@ fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
     };
     assert!(matches!(
         item.judge_deduct(replay, NOW, Some(100)),
-        Ok(Verdict::Answer(Deduction::Refunded))
+        Ok(Verdict::Answer(Deduction::Cancelled))
     ));
     assert!(matches!(
         item.judge_confirm(b"h0", Some(99)),
