@@ -2,10 +2,12 @@
 //! pattern. On Redis 7.0 module commands belong to no ACL category, so rules
 //! name them; where the server has categories for module commands (Redis
 //! 7.2 and later, Valkey), the module puts them in @read or @write.
+//! Also: a user with @write still cannot send SECKILL.LOADCHUNK, and a user
+//! who may not write the order stream key cannot name it as the stream.
 
 mod common;
 
-use common::{ok, Server};
+use common::{error, hold_chunk, load_chunk, ok, refusal_line, Server};
 use std::time::Duration;
 
 fn as_user(server: &Server, user: &str) -> redis::Connection {
@@ -480,4 +482,78 @@ fn the_sweep_writes_no_event_into_an_unconfirmed_stream() {
     assert_eq!(ok::<i64>(&mut admin, &["SECKILL.ADD", "sku:{b}", "1"]), 11);
     assert_eq!(ok::<i64>(&mut admin, &["XLEN", "orders:{v"]), 1);
     assert_eq!(stream_confirmed(&mut admin, "sku:{b}"), 1);
+}
+
+#[test]
+fn an_acl_user_with_the_write_category_cannot_loadchunk() {
+    let server = Server::start();
+    let mut admin = server.client();
+    ok::<i64>(&mut admin, &["SECKILL.INIT", "sku:6", "5"]);
+    let before = dump(&mut admin, "sku:6");
+    ok::<String>(
+        &mut admin,
+        &["ACL", "SETUSER", "u", "on", ">p", "+@write", "~*"],
+    );
+    let mut con = server.client();
+    ok::<String>(&mut con, &["AUTH", "u", "p"]);
+    let forged = hold_chunk(b"forged", b"mallory", 1_000_000, 1);
+    let refused = refusal_line(load_chunk(&mut con, "sku:6", &forged), "LOADCHUNK by u");
+    assert!(
+        refused.starts_with("NOPERM") || refused.starts_with("ERR"),
+        "LOADCHUNK by an @write user: {refused}"
+    );
+    assert_eq!(dump(&mut admin, "sku:6"), before);
+    assert_eq!(ok::<i64>(&mut admin, &["SECKILL.GET", "sku:6"]), 5);
+}
+
+fn is_permission_refusal(line: &str) -> bool {
+    line.starts_with("NOPERM")
+        || (line.starts_with("ERR") && line.to_lowercase().contains("permission"))
+}
+
+/// A user allowed the item's key only may not name an order stream it
+/// cannot write: the module would write it on the user's behalf.
+#[test]
+fn a_user_without_access_to_the_stream_key_cannot_declare_it() {
+    let server = Server::start();
+    let mut admin = server.client();
+    ok::<String>(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "u",
+            "on",
+            ">p",
+            "+@all",
+            "~{k}",
+            "-@dangerous",
+        ],
+    );
+    let mut con = server.client();
+    ok::<String>(&mut con, &["AUTH", "u", "p"]);
+    // The rules as meant: the item yes, the stream no.
+    let xadd = error(&mut con, &["XADD", "{k}:o", "*", "f", "v"]);
+    assert!(xadd.starts_with("NOPERM"), "XADD by u: {xadd}");
+
+    let refused = error(&mut con, &["SECKILL.INIT", "{k}", "10", "STREAM", "{k}:o"]);
+    assert!(
+        is_permission_refusal(&refused),
+        "INIT naming a stream u may not write: {refused}"
+    );
+    assert_eq!(ok::<i64>(&mut admin, &["EXISTS", "{k}"]), 0);
+
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.INIT", "{k}", "10"]),
+        1,
+        "INIT without a stream"
+    );
+    let before = dump(&mut admin, "{k}");
+    let refused = error(&mut con, &["SECKILL.STREAM", "{k}", "{k}:o"]);
+    assert!(
+        is_permission_refusal(&refused),
+        "STREAM naming a stream u may not write: {refused}"
+    );
+    assert_eq!(dump(&mut admin, "{k}"), before);
+    assert_eq!(ok::<i64>(&mut admin, &["EXISTS", "{k}:o"]), 0);
 }

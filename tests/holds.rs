@@ -1,19 +1,25 @@
 //! Reservations that lapse on their own: a hold takes units out of stock
 //! until CONFIRM, REFUND or its deadline; the master releases lapsed holds
 //! and replicates the release, so replicas and AOF replays end identical.
+//! Also: thousands of holds lapsing at once, holds lapsing while clients
+//! are paused, an erroring call on an item whose hold just lapsed, and
+//! holds of an item renamed, moved, copied or swapped to another database,
+//! which lapse where the item went.
+//!
+//! Where a test depends on the module's timer not running between two
+//! commands, it sends them in one pipeline after `DEBUG SLEEP`: the server
+//! runs every command of a pipeline it read at once before it looks at its
+//! timers again.
 
 mod common;
 
-use common::{info_field, ok, snapshot, wait_until, Server};
+use common::{
+    client_db, command_calls, dump, error_line, info_field, ok, place_holds, right_after_deadline,
+    server_now_ms, snapshot, strings, wait_until, Server, PATIENCE,
+};
 use redis::{Connection, Value};
-use std::time::Duration;
-
-const PATIENCE: Duration = Duration::from_secs(10);
-
-fn server_now_ms(con: &mut Connection) -> i64 {
-    let time: Vec<i64> = ok(con, &["TIME"]);
-    time[0] * 1000 + time[1] / 1000
-}
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 /// DEDUCT key user 1 ID id HOLDUNTIL now+ms; returns the deadline.
 fn hold_for(con: &mut Connection, key: &str, user: &str, id: &str, ms: i64) -> (i64, i64) {
@@ -410,4 +416,407 @@ fn holds_with_the_same_deadline_are_listed_by_request_id_on_master_and_replica()
     let mut on_replica = replica.client();
     ok::<String>(&mut on_replica, &["DEBUG", "RELOAD"]);
     assert_eq!(ids(&mut on_replica), ["h1", "h3", "h7", "h9"]);
+}
+
+/// 5,000 holds lapse at the same moment; the very next write must see all
+/// of them released, not just the first step's worth.
+#[test]
+fn a_write_after_thousands_of_lapses_sees_all_the_stock_back() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:3", "5000"]);
+    let deadline = server_now_ms(&mut con) + 2_000;
+    place_holds(&mut con, "sku:3", 5_000, Some("buyer"), deadline);
+    assert_eq!(info_field(&mut con, "sku:3", "holds"), 5_000);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:3"]), 0);
+
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[
+            strings(&["SECKILL.GET", "sku:3"]),
+            strings(&["SECKILL.DEDUCT", "sku:3", "bigbuyer", "3000"]),
+        ],
+    );
+    assert_eq!(replies[0], Value::Int(5_000), "GET right after the lapse");
+    assert_eq!(
+        replies[1],
+        Value::Int(2_000),
+        "DEDUCT of 3,000 units right after 5,000 holds lapsed (GET said 5,000 were there)"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:3"]), 2_000);
+    assert_eq!(info_field(&mut con, "sku:3", "expired"), 5_000);
+}
+
+/// 5,000 users each hold their one allowed unit; after the lapse the last
+/// of them holds nothing and may buy again at once.
+#[test]
+fn a_user_whose_hold_lapsed_among_thousands_may_buy_again_at_once() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:3", "5000", "LIMIT", "1"]);
+    let deadline = server_now_ms(&mut con) + 2_000;
+    place_holds(&mut con, "sku:3", 5_000, None, deadline);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.BOUGHT", "sku:3", "u4999"]),
+        1
+    );
+
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[
+            strings(&["SECKILL.BOUGHT", "sku:3", "u4999"]),
+            strings(&["SECKILL.DEDUCT", "sku:3", "u4999", "1"]),
+        ],
+    );
+    assert_eq!(
+        replies[0],
+        Value::Int(0),
+        "BOUGHT u4999 right after the lapse"
+    );
+    assert_eq!(
+        replies[1],
+        Value::Int(4_999),
+        "DEDUCT by u4999 right after its hold lapsed (BOUGHT said it holds 0 of its LIMIT 1)"
+    );
+}
+
+/// The item has a hold whose deadline just passed and that nothing has
+/// released yet. A DEDUCT that errors must change nothing: not even
+/// release that hold (which a later write or the timer will do). The WATCH
+/// and the transaction are on the calling connection, in the same pipeline:
+/// a watcher elsewhere would see the timer's legitimate release right after.
+/// A client's own write to a key it watches aborts its EXEC just the same.
+#[test]
+fn an_erroring_call_leaves_an_item_with_a_lapsed_hold_untouched() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:8", "10", "LIMIT", "3"]);
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:8", "alice", "1", "ID", "paid"],
+    );
+    let deadline = server_now_ms(&mut con) + 1_000;
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:8",
+            "bob",
+            "1",
+            "ID",
+            "held",
+            "HOLDUNTIL",
+            &deadline.to_string(),
+        ],
+    );
+    ok::<String>(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .psubscribe("__keyevent@0__:seckill.*")
+        .expect("psubscribe");
+    pubsub.set_read_timeout(Some(PATIENCE)).expect("timeout");
+
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[
+            strings(&["WATCH", "sku:8"]),
+            strings(&["DUMP", "sku:8"]),
+            // The request id reused for another quantity: an error.
+            strings(&["SECKILL.DEDUCT", "sku:8", "alice", "2", "ID", "paid"]),
+            strings(&["DUMP", "sku:8"]),
+            // A marker: its event must be the first one seen.
+            strings(&["SECKILL.INIT", "marker:8", "1"]),
+            strings(&["MULTI"]),
+            strings(&["PING"]),
+            strings(&["EXEC"]),
+        ],
+    );
+    let line = error_line(&replies[2], "DEDUCT reusing a request id");
+    assert!(
+        line.starts_with("ERR request id was already used"),
+        "unexpected error: {line}"
+    );
+    let first = pubsub.get_message().expect("an event in time");
+    let first = (
+        first
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_owned(),
+        first.get_payload::<String>().unwrap_or_default(),
+    );
+    let mut problems = Vec::new();
+    if replies[1] != replies[3] {
+        problems.push("the erroring DEDUCT changed the item (DUMP differs)".to_owned());
+    }
+    if first != ("seckill.init".to_owned(), "marker:8".to_owned()) {
+        problems.push(format!(
+            "the erroring DEDUCT fired an event: the first one seen is {first:?}"
+        ));
+    }
+    if replies[7] == Value::Nil {
+        problems.push("the erroring DEDUCT aborted a transaction WATCHing the item".to_owned());
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The hold does lapse, all the same.
+    wait_until("the hold to be released", PATIENCE, || {
+        info_field(&mut con, "sku:8", "expired") == 1
+    });
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:8", "bob", "3"]),
+        6
+    );
+}
+
+/// A hold lapsing while clients are paused (CLIENT PAUSE, FAILOVER) is
+/// released once the pause ends: replicating during a pause would make
+/// Redis abort.
+#[test]
+fn a_hold_lapsing_during_client_pause_waits_for_the_pause_to_end() {
+    let server = Server::start_with(&["--appendonly", "yes"]);
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{p}", "10", "STREAM", "{p}:o"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    place_holds(&mut con, "{p}", 1, None, deadline);
+    ok::<String>(&mut con, &["CLIENT", "PAUSE", "1500", "WRITE"]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(ok::<String>(&mut con, &["PING"]), "PONG");
+    assert_eq!(
+        ok::<i64>(&mut con, &["XLEN", "{p}:o"]),
+        1,
+        "nothing released while paused"
+    );
+    ok::<String>(&mut con, &["CLIENT", "UNPAUSE"]);
+    wait_until("the release after the pause", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{p}:o"]) == 2
+    });
+    assert!(server.is_running());
+}
+
+/// Waits until `seckill.expire` fired for every (db, key) of `expected`,
+/// or the deadline passes; returns what was seen.
+fn expire_events(
+    pubsub: &mut redis::PubSub,
+    expected: &[(i64, &str)],
+    until: Instant,
+) -> BTreeSet<(i64, String)> {
+    let mut seen = BTreeSet::new();
+    while Instant::now() < until {
+        let all_seen = expected
+            .iter()
+            .all(|(db, key)| seen.contains(&(*db, key.to_string())));
+        if all_seen {
+            break;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        pubsub
+            .set_read_timeout(Some(left.max(Duration::from_millis(10))))
+            .expect("timeout");
+        let Ok(message) = pubsub.get_message() else {
+            break;
+        };
+        let channel = message.get_channel_name().to_owned();
+        let db = channel
+            .strip_prefix("__keyevent@")
+            .and_then(|rest| rest.split("__").next())
+            .and_then(|db| db.parse::<i64>().ok())
+            .unwrap_or(-1);
+        let key: String = message.get_payload().unwrap_or_default();
+        seen.insert((db, key));
+    }
+    seen
+}
+
+fn expire_entries(con: &mut Connection, stream: &str) -> usize {
+    let reply: Vec<(String, Vec<(String, String)>)> = ok(con, &["XRANGE", stream, "-", "+"]);
+    reply
+        .iter()
+        .filter(|(_, fields)| fields.iter().any(|(f, v)| f == "event" && v == "expire"))
+        .count()
+}
+
+const HOLDS_PER_ITEM: usize = 3;
+
+/// An item `{k}` with an order stream `{k}:o` and three holds lapsing in
+/// about 1.5 s goes through `op` before the deadline; nobody writes to it
+/// after. Within a few seconds of the deadline the module's timer must
+/// release the holds of the item where it now is: each `(db, key)` of
+/// `expected` gets a `seckill.expire` event, changes on disk (DUMP), the
+/// replica applies SECKILL.RELEASE, and each `(db, stream, entries)` of
+/// `streams` holds that many `expire` entries.
+fn holds_lapse_where_the_item_went(
+    ops: &[&[&str]],
+    expected: &[(i64, &str)],
+    streams: &[(i64, &str, usize)],
+) {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<String>(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    let mut listener = master.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .psubscribe("__keyevent@*__:seckill.expire")
+        .expect("psubscribe");
+
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{k}", "10", "STREAM", "{k}:o"]);
+    let deadline = server_now_ms(&mut con) + 1_500;
+    place_holds(&mut con, "{k}", HOLDS_PER_ITEM, None, deadline);
+    for op in ops {
+        ok::<Value>(&mut con, op);
+    }
+    let mut before = Vec::new();
+    for (db, key) in expected {
+        let mut db_con = client_db(&master, *db);
+        assert_eq!(
+            info_field(&mut db_con, key, "holds"),
+            HOLDS_PER_ITEM as i64,
+            "db {db} {key} before the deadline"
+        );
+        before.push(dump(&mut db_con, key));
+    }
+    assert!(
+        server_now_ms(&mut con) < deadline,
+        "the machine is too slow for this test: {ops:?} ran after the deadline"
+    );
+
+    let until = Instant::now() + Duration::from_millis(1_500) + Duration::from_secs(6);
+    let seen = expire_events(&mut pubsub, expected, until);
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|(db, key)| !seen.contains(&(*db, key.to_string())))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "after {ops:?}, no seckill.expire for (db, key) {missing:?} within 6 s of the deadline; \
+         events seen: {seen:?}"
+    );
+    for ((db, key), before) in expected.iter().zip(&before) {
+        let mut db_con = client_db(&master, *db);
+        assert_ne!(
+            &dump(&mut db_con, key),
+            before,
+            "db {db} {key}: the holds were reported released but the item did not change"
+        );
+        assert_eq!(
+            info_field(&mut db_con, key, "expired"),
+            HOLDS_PER_ITEM as i64
+        );
+        assert_eq!(ok::<i64>(&mut db_con, &["SECKILL.GET", key]), 10);
+    }
+    for (db, stream, entries) in streams {
+        let mut db_con = client_db(&master, *db);
+        assert_eq!(
+            expire_entries(&mut db_con, stream),
+            *entries,
+            "`expire` entries in db {db} {stream}"
+        );
+    }
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let mut replica_con = replica.client();
+    assert!(
+        command_calls(&mut replica_con, "seckill.release") >= expected.len() as i64,
+        "the replica was not sent SECKILL.RELEASE for every item"
+    );
+    for (db, key) in expected {
+        assert_eq!(
+            snapshot(&mut client_db(&replica, *db), key),
+            snapshot(&mut client_db(&master, *db), key),
+            "db {db} {key} differs on the replica"
+        );
+    }
+}
+
+/// On Valkey the module does not listen to generic keyspace events (they
+/// make Valkey 8.1 replicate MOVE into the wrong database), so the timer
+/// cannot follow a renamed or moved item there; README says so.
+fn follows_renames() -> bool {
+    let valkey = common::server_binary().contains("valkey");
+    if valkey {
+        eprintln!("skipped on Valkey: the timer does not follow renamed or moved items there");
+    }
+    !valkey
+}
+
+#[test]
+fn holds_of_a_renamed_item_lapse_by_the_timer() {
+    if !follows_renames() {
+        return;
+    }
+    holds_lapse_where_the_item_went(
+        &[&["RENAME", "{k}", "{k}new"]],
+        &[(0, "{k}new")],
+        &[(0, "{k}:o", HOLDS_PER_ITEM)],
+    );
+}
+
+#[test]
+fn holds_of_an_item_moved_to_another_db_lapse_by_the_timer() {
+    if !follows_renames() {
+        return;
+    }
+    holds_lapse_where_the_item_went(&[&["MOVE", "{k}", "1"]], &[(1, "{k}")], &[]);
+}
+
+#[test]
+fn holds_of_an_item_and_of_its_copy_both_lapse_by_the_timer() {
+    // A copy's stream is unconfirmed until someone allowed to write it
+    // names it again: the sweep cannot vouch for it.
+    holds_lapse_where_the_item_went(
+        &[
+            &["COPY", "{k}", "{k}copy"],
+            &["SECKILL.STREAM", "{k}copy", "{k}:o"],
+        ],
+        &[(0, "{k}"), (0, "{k}copy")],
+        &[(0, "{k}:o", 2 * HOLDS_PER_ITEM)],
+    );
+}
+
+#[test]
+fn holds_of_an_item_in_a_swapped_db_lapse_by_the_timer() {
+    holds_lapse_where_the_item_went(
+        &[&["SWAPDB", "0", "1"]],
+        &[(1, "{k}")],
+        &[(1, "{k}:o", HOLDS_PER_ITEM)],
+    );
+}
+
+/// A rename or move noted for the timer, then SWAPDB before its next step
+/// (in one transaction, or one replication batch): the timer still finds
+/// the item, in the database it was swapped to.
+#[test]
+fn a_moved_item_swapped_before_the_next_timer_step_is_still_swept() {
+    if !follows_renames() {
+        return;
+    }
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<String>(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .psubscribe("__keyevent@*__:seckill.expire")
+        .expect("psubscribe");
+    ok::<i64>(&mut con, &["SECKILL.INIT", "k", "100"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "k", 1, None, deadline);
+    let _: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("MOVE")
+        .arg("k")
+        .arg(1)
+        .cmd("SWAPDB")
+        .arg(0)
+        .arg(1)
+        .query(&mut con)
+        .expect("MOVE then SWAPDB");
+    let until = Instant::now() + Duration::from_millis(1_000) + Duration::from_secs(6);
+    let seen = expire_events(&mut pubsub, &[(0, "k")], until);
+    assert!(
+        seen.contains(&(0, "k".to_owned())),
+        "no seckill.expire for db 0 k: {seen:?}"
+    );
 }

@@ -2,12 +2,14 @@
 //! confirmed, refunded or simply deleted with their items, `used_memory`
 //! returns to where it was, on the master and on its replica. The sweep's
 //! schedule of deadlines must not keep entries for holds that are settled
-//! or items that are gone.
+//! or items that are gone. Also: past maxmemory new sales get OOM while
+//! paid orders still settle, and an eviction policy that could evict items
+//! is warned about in the log.
 
 mod common;
 
-use common::{ok, used_memory, Server};
-use redis::Connection;
+use common::{error, info_field, ok, run, server_now_ms, used_memory, Server};
+use redis::{Connection, Value};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -18,11 +20,6 @@ const ITEMS: usize = 1_000;
 const HOLDS_PER_ITEM: usize = 300;
 /// Commands per pipeline.
 const BATCH: usize = 2_000;
-
-fn server_now_ms(con: &mut Connection) -> i64 {
-    let time: Vec<i64> = ok(con, &["TIME"]);
-    time[0] * 1000 + time[1] / 1000
-}
 
 /// A master and its replica, with a small replication backlog so that the
 /// backlog filling up does not count as memory kept.
@@ -348,4 +345,147 @@ fn many_items_with_one_hold_each_leave_no_memory_behind_after_flushall() {
         (&mut replica_con, replica_baseline),
         "100,000 items with a hold, then FLUSHALL",
     );
+}
+
+/// Past maxmemory (noeviction), new sales are refused with OOM, but the
+/// payment of an order already held (CONFIRM), its cancellation (REFUND)
+/// and its release (RELEASE) still go through: they only settle units
+/// already taken, and refusing them would strand paid orders.
+#[test]
+fn paid_orders_settle_past_maxmemory_while_new_sales_get_oom() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:5", "100", "LIMIT", "5"]);
+    for (user, id) in [
+        ("alice", "paid"),
+        ("bob", "cancelled"),
+        ("carol", "abandoned"),
+    ] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "sku:5",
+                user,
+                "1",
+                "ID",
+                id,
+                "HOLDUNTIL",
+                "4102444800000",
+            ],
+        );
+    }
+    let filler = "x".repeat(1 << 20);
+    for n in 0..8 {
+        ok::<String>(&mut con, &["SET", &format!("filler:{n}"), &filler]);
+    }
+    let used = used_memory(&mut con);
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    );
+    ok::<String>(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            &(used - (4 << 20)).to_string(),
+        ],
+    );
+    let set = error(&mut con, &["SET", "one:more", "x"]);
+    assert!(
+        set.starts_with("OOM"),
+        "the server is not out of memory: SET got {set}"
+    );
+
+    let mut problems = Vec::new();
+    for args in [
+        &["SECKILL.DEDUCT", "sku:5", "dave", "1"][..],
+        &["SECKILL.INIT", "sku:new", "10"][..],
+        &["SECKILL.ADD", "sku:5", "1"][..],
+    ] {
+        match run::<Value>(&mut con, args) {
+            Err(err) if err.code() == Some("OOM") => {}
+            other => problems.push(format!("{args:?} should get OOM, got {other:?}")),
+        }
+    }
+    for (args, expected) in [
+        (&["SECKILL.CONFIRM", "sku:5", "paid"][..], 1),
+        (&["SECKILL.REFUND", "sku:5", "cancelled"][..], 1),
+        (&["SECKILL.RELEASE", "sku:5", "abandoned"][..], 1),
+    ] {
+        match run::<Value>(&mut con, args) {
+            Ok(Value::Int(reply)) if reply == expected => {}
+            other => problems.push(format!(
+                "{args:?} should reply {expected} past maxmemory, got {other:?}"
+            )),
+        }
+    }
+    for name in ["seckill.confirm", "seckill.refund", "seckill.release"] {
+        let reply: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", name]);
+        let Some(Value::Array(entry)) = reply.first() else {
+            panic!("COMMAND INFO {name}: {reply:?}");
+        };
+        let flags: Vec<String> = redis::from_redis_value(entry[2].clone()).expect("flags");
+        if flags.iter().any(|flag| flag == "denyoom") {
+            problems.push(format!("COMMAND INFO {name} lists denyoom: {flags:?}"));
+        }
+    }
+    ok::<String>(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:5"]), 99);
+    assert_eq!(info_field(&mut con, "sku:5", "holds"), 0);
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:5", "paid"]),
+        0
+    );
+}
+
+/// A server whose eviction policy may evict items says so in its log when
+/// the module loads, and again when CONFIG SET moves it to such a policy:
+/// any `allkeys-*`, and `volatile-*`, which evicts the items with a TTL.
+#[test]
+fn an_eviction_policy_that_can_evict_items_logs_a_warning_at_load_and_when_set() {
+    let server = Server::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    assert!(
+        server
+            .log()
+            .contains("maxmemory-policy is allkeys-lru: at maxmemory sale items can be evicted"),
+        "{}",
+        server.log()
+    );
+    let volatile = Server::start_with(&["--maxmemory-policy", "volatile-lru"]);
+    assert!(
+        volatile.log().contains(
+            "maxmemory-policy is volatile-lru: at maxmemory sale items created with a TTL"
+        ),
+        "{}",
+        volatile.log()
+    );
+    let quiet = Server::start_with(&["--maxmemory-policy", "noeviction"]);
+    assert!(!quiet.log().contains("can be evicted"), "{}", quiet.log());
+
+    let mut con = quiet.client();
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"],
+    );
+    ok::<String>(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    );
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    let log = quiet.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("can be evicted"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{log}");
+    assert!(warnings[0].contains("is volatile-ttl"), "{log}");
+    assert!(warnings[1].contains("is allkeys-lfu"), "{log}");
 }

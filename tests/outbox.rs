@@ -1,10 +1,23 @@
 //! The order stream: every purchase, hold, confirmation, refund and lapse is
 //! appended to the item's stream in the same atomic step, exactly once, and
 //! replicas and AOF replays hold the very same entries.
+//! Also: a stream that cannot take the event (a sale, a settlement or a
+//! lapse needing more IDs than it has left) refuses the write or keeps the
+//! hold and retries, changing nothing and leaving a WATCH on the stream
+//! alone; one `expire` entry per lapsed hold, even when RELEASE names it;
+//! and a stream key holding another type is refused.
+//!
+//! Where a test depends on the module's timer not running between two
+//! commands, it sends them in one pipeline after `DEBUG SLEEP`: the server
+//! runs every command of a pipeline it read at once before it looks at its
+//! timers again.
 
 mod common;
 
-use common::{error, ok, server_info, wait_until, Server};
+use common::{
+    dump, error, error_line, info_field, ok, place_holds, right_after_deadline, run, server_info,
+    server_now_ms, strings, wait_until, Server, PATIENCE,
+};
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -316,4 +329,291 @@ fn a_rejected_sale_leaves_a_watch_on_the_stream_alone() {
         .query(&mut watcher)
         .expect("EXEC");
     assert_ne!(exec, Value::Nil, "a sold-out DEDUCT touched the stream");
+}
+
+const LAST_ID: &str = "18446744073709551615-18446744073709551615";
+
+/// Closes the order stream: its last ID is the largest there is, so no
+/// entry can be appended after it.
+fn exhaust(con: &mut Connection, stream: &str) {
+    ok::<String>(con, &["XADD", stream, LAST_ID, "f", "v"]);
+}
+
+/// Each call must fail with an ERR error and leave the item, its stock
+/// and its stream as they were: the order event is part of the sale.
+fn assert_refused_without_change(
+    con: &mut Connection,
+    item: &str,
+    stream: &str,
+    calls: &[&[&str]],
+) {
+    let mut problems = Vec::new();
+    for args in calls {
+        let (item_before, len_before, stock_before) = (
+            dump(con, item),
+            ok::<i64>(con, &["XLEN", stream]),
+            ok::<i64>(con, &["SECKILL.GET", item]),
+        );
+        match run::<Value>(con, args) {
+            Err(err) if err.code() == Some("ERR") => {}
+            other => problems.push(format!("{args:?} should fail with ERR, got {other:?}")),
+        }
+        if dump(con, item) != item_before {
+            problems.push(format!("{args:?} changed the item"));
+        }
+        if ok::<i64>(con, &["SECKILL.GET", item]) != stock_before {
+            problems.push(format!("{args:?} changed the stock"));
+        }
+        if ok::<i64>(con, &["XLEN", stream]) != len_before {
+            problems.push(format!("{args:?} changed the stream's length"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_sale_whose_order_event_cannot_be_written_fails_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{s}", "10", "STREAM", "{s}:o"]);
+    exhaust(&mut con, "{s}:o");
+    assert_refused_without_change(
+        &mut con,
+        "{s}",
+        "{s}:o",
+        &[
+            &["SECKILL.DEDUCT", "{s}", "u", "1"],
+            &["SECKILL.DEDUCT", "{s}", "u", "1", "ID", "r1"],
+            &[
+                "SECKILL.DEDUCT",
+                "{s}",
+                "u",
+                "1",
+                "ID",
+                "r2",
+                "HOLDUNTIL",
+                "4102444800000",
+            ],
+        ],
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "{s}"]), 10);
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{s}:o"]), 1);
+}
+
+#[test]
+fn settling_a_hold_whose_order_event_cannot_be_written_fails_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{s}", "10", "STREAM", "{s}:o"]);
+    for (user, id) in [
+        ("alice", "to-confirm"),
+        ("bob", "to-refund"),
+        ("carol", "to-release"),
+    ] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "{s}",
+                user,
+                "1",
+                "ID",
+                id,
+                "HOLDUNTIL",
+                "4102444800000",
+            ],
+        );
+    }
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "{s}", "dave", "2", "ID", "bought"],
+    );
+    exhaust(&mut con, "{s}:o");
+    assert_refused_without_change(
+        &mut con,
+        "{s}",
+        "{s}:o",
+        &[
+            &["SECKILL.CONFIRM", "{s}", "to-confirm"],
+            &["SECKILL.REFUND", "{s}", "to-refund"],
+            &["SECKILL.RELEASE", "{s}", "to-release"],
+            &["SECKILL.REFUND", "{s}", "bought"],
+        ],
+    );
+    assert_eq!(info_field(&mut con, "{s}", "holds"), 3);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "{s}"]), 5);
+}
+
+/// A write whose events do not all fit in the stream's last IDs is refused
+/// before it appends any: the stream's last ID and its count of entries
+/// ever added stay as they were.
+#[test]
+fn a_write_with_two_events_and_one_id_left_leaves_the_stream_untouched() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{z}", "10", "STREAM", "{z}:o"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "{z}", 1, None, deadline);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{z}:o",
+            "18446744073709551615-18446744073709551614",
+            "f",
+            "v",
+        ],
+    );
+    let stream_before = dump(&mut con, "{z}:o");
+    let item_before = dump(&mut con, "{z}");
+    // The dumps go in the same pipeline: the timer may release the hold
+    // (one entry, which fits) as soon as the pipeline is done.
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[
+            strings(&["SECKILL.DEDUCT", "{z}", "buyer", "1", "ID", "b"]),
+            strings(&["DUMP", "{z}:o"]),
+            strings(&["DUMP", "{z}"]),
+        ],
+    );
+    let refused = error_line(&replies[0], "a sale needing two entries");
+    assert!(refused.starts_with("ERR"), "{refused}");
+    assert_eq!(replies[1], stream_before);
+    assert_eq!(replies[2], item_before);
+}
+
+/// A refused sale leaves a WATCH on its order stream alone.
+#[test]
+fn a_sale_refused_by_a_full_stream_leaves_a_watch_on_the_stream_alone() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{w}", "10", "STREAM", "{w}:o"]);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{w}:o",
+            "18446744073709551615-18446744073709551615",
+            "f",
+            "v",
+        ],
+    );
+    let mut watcher = server.client();
+    ok::<String>(&mut watcher, &["WATCH", "{w}:o"]);
+    let refused = error(&mut con, &["SECKILL.DEDUCT", "{w}", "u", "1"]);
+    assert!(refused.starts_with("ERR"), "{refused}");
+    let (exec,): (Value,) = redis::pipe()
+        .atomic()
+        .cmd("PING")
+        .ignore()
+        .query(&mut watcher)
+        .map(|()| (Value::Okay,))
+        .unwrap_or((Value::Nil,));
+    assert_eq!(exec, Value::Okay, "EXEC was aborted");
+}
+
+#[test]
+fn a_stream_key_holding_another_type_is_refused_when_declared() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<String>(&mut con, &["SET", "{k}:o", "not a stream"]);
+    let refused = error(&mut con, &["SECKILL.INIT", "{k}", "10", "STREAM", "{k}:o"]);
+    assert!(
+        refused.starts_with("WRONGTYPE"),
+        "INIT with a string as stream: {refused}"
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["EXISTS", "{k}"]),
+        0,
+        "INIT created the item anyway"
+    );
+
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{k}", "10"]);
+    let before = dump(&mut con, "{k}");
+    let refused = error(&mut con, &["SECKILL.STREAM", "{k}", "{k}:o"]);
+    assert!(
+        refused.starts_with("WRONGTYPE"),
+        "STREAM naming a string: {refused}"
+    );
+    assert_eq!(
+        dump(&mut con, "{k}"),
+        before,
+        "STREAM changed the item anyway"
+    );
+    assert_eq!(ok::<String>(&mut con, &["GET", "{k}:o"]), "not a stream");
+}
+
+/// RELEASE of a hold that lapsed but is not released yet finds it released
+/// already, as reads report it: one `expire` entry per hold, never two.
+#[test]
+fn releasing_a_lapsed_hold_by_id_writes_no_second_expire_event() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{r}", "10", "STREAM", "{r}:o"]);
+    let deadline = server_now_ms(&mut con) + 1_000;
+    place_holds(&mut con, "{r}", 2, None, deadline);
+    let replies = right_after_deadline(
+        &mut con,
+        deadline,
+        &[strings(&["SECKILL.RELEASE", "{r}", "h0"])],
+    );
+    assert_eq!(
+        replies[0],
+        Value::Int(0),
+        "a lapsed hold is released already"
+    );
+    wait_until("both releases", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{r}:o"]) >= 4
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let entries: Vec<(String, Vec<(String, String)>)> =
+        ok(&mut con, &["XRANGE", "{r}:o", "-", "+"]);
+    let expires: Vec<&String> = entries
+        .iter()
+        .flat_map(|(_, fields)| fields.iter())
+        .filter(|(field, _)| field == "request")
+        .map(|(_, value)| value)
+        .collect();
+    assert_eq!(expires, ["h0", "h1", "h0", "h1"], "{entries:?}");
+}
+
+/// A lapse whose `expire` event the stream cannot take is not made without
+/// it: the hold stays pending underneath (reads count it as released
+/// anyway) and the timer retries, releasing it once the stream can take
+/// the event again.
+#[test]
+fn the_timer_keeps_a_lapsed_hold_whose_event_cannot_be_written_and_retries() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{t}", "10", "STREAM", "{t}:o"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    place_holds(&mut con, "{t}", 1, None, deadline);
+    ok::<String>(
+        &mut con,
+        &[
+            "XADD",
+            "{t}:o",
+            "18446744073709551615-18446744073709551615",
+            "f",
+            "v",
+        ],
+    );
+    let before: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let after: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    assert_eq!(after, before, "the hold was released without its event");
+    assert_eq!(
+        info_field(&mut con, "{t}", "holds"),
+        0,
+        "reads see it lapsed"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "{t}"]), 10);
+    // A fresh stream takes the event: the retry releases the hold.
+    ok::<i64>(&mut con, &["DEL", "{t}:o"]);
+    wait_until("the retried release", PATIENCE, || {
+        ok::<i64>(&mut con, &["XLEN", "{t}:o"]) == 1
+    });
+    let released: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
+    assert_ne!(released, before);
 }

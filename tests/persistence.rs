@@ -1,8 +1,14 @@
-//! An item survives everything a Redis key survives.
+//! An item survives everything a Redis key survives. Also: SECKILL.LOADCHUNK,
+//! which rebuilds items from the AOF, is refused from a client (forged
+//! chunks and real ones alike) and changes nothing, while the same chunks
+//! still load from the AOF.
 
 mod common;
 
-use common::{error, fill_mixed, ok, snapshot, Server};
+use common::{
+    dump, error, fill_mixed, hold_chunk, load_chunk, ok, refusal_line, rewrite_aof, snapshot,
+    Server,
+};
 use redis::Value;
 use std::collections::HashMap;
 
@@ -524,4 +530,164 @@ fn an_rdb_written_at_format_version_6_still_loads_with_its_stream_confirmed() {
         18
     );
     assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:v6}:orders"]), 10);
+}
+
+/// A version 4 header chunk: counters, no window, no stream.
+fn header_chunk(stock: i64, buyers: u64, requests: u64) -> Vec<u8> {
+    let mut chunk = vec![b'H', 4, 0];
+    // stock limit initial added sold refunded start end expired
+    for field in [stock, 0, stock, 0, 0, 0, 0, 0, 0] {
+        chunk.extend_from_slice(&field.to_le_bytes());
+    }
+    chunk.push(0); // no order stream
+    chunk.extend_from_slice(&buyers.to_le_bytes());
+    chunk.extend_from_slice(&requests.to_le_bytes());
+    chunk
+}
+
+/// LOADCHUNK rebuilds items from an AOF; a client sending it could forge
+/// any state, e.g. a "hold" of a million units that lapses into stock.
+#[test]
+fn loadchunk_from_a_client_is_refused_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:6", "5"]);
+    let before = dump(&mut con, "sku:6");
+
+    let forged = hold_chunk(b"forged", b"mallory", 1_000_000, 1);
+    let refused = refusal_line(
+        load_chunk(&mut con, "sku:6", &forged),
+        "a forged request chunk",
+    );
+    assert!(
+        refused.starts_with("ERR"),
+        "forged request chunk: {refused}"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:6"]), 5);
+    assert_eq!(
+        dump(&mut con, "sku:6"),
+        before,
+        "a refused LOADCHUNK changed the item"
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:6", "mallory", "6"]),
+        -1,
+        "the forged hold's units went into stock"
+    );
+
+    let header = header_chunk(1_000_000, 0, 0);
+    let refused = refusal_line(
+        load_chunk(&mut con, "sku:6", &header),
+        "a header chunk over an item",
+    );
+    assert!(refused.starts_with("ERR"), "header chunk: {refused}");
+    assert_eq!(
+        dump(&mut con, "sku:6"),
+        before,
+        "a refused header chunk replaced the item"
+    );
+    let refused = refusal_line(
+        load_chunk(&mut con, "sku:new", &header),
+        "a header chunk on a new key",
+    );
+    assert!(
+        refused.starts_with("ERR"),
+        "header chunk on a new key: {refused}"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["EXISTS", "sku:new"]), 0);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "sku:6"]), 5);
+}
+
+/// Splits a RESP stream of commands (an AOF without RDB preamble) into
+/// argument vectors.
+fn parse_aof(mut input: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    fn line<'a>(input: &mut &'a [u8]) -> &'a [u8] {
+        let end = input.windows(2).position(|w| w == b"\r\n").expect("CRLF");
+        let (head, rest) = input.split_at(end);
+        *input = &rest[2..];
+        head
+    }
+    let mut commands = Vec::new();
+    while !input.is_empty() {
+        let header = line(&mut input);
+        assert_eq!(header[0], b'*', "not a RESP array in the AOF");
+        let count: usize = std::str::from_utf8(&header[1..]).unwrap().parse().unwrap();
+        let mut args = Vec::with_capacity(count);
+        for _ in 0..count {
+            let header = line(&mut input);
+            assert_eq!(header[0], b'$');
+            let len: usize = std::str::from_utf8(&header[1..]).unwrap().parse().unwrap();
+            args.push(input[..len].to_vec());
+            input = &input[len + 2..];
+        }
+        commands.push(args);
+    }
+    commands
+}
+
+#[test]
+fn real_aof_chunks_sent_by_a_client_are_refused_but_still_load_from_the_aof() {
+    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut con = server.client();
+    common::fill_mixed(&mut con, "sku:aof", 1_500);
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:aof",
+            "holder",
+            "1",
+            "ID",
+            "held",
+            "HOLDUNTIL",
+            "4102444800000",
+        ],
+    );
+    rewrite_aof(&mut con);
+    let base = std::fs::read_dir(server.dir().join("appendonlydir"))
+        .expect("appendonlydir")
+        .filter_map(Result::ok)
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(".base.aof"))
+        .expect("a base AOF file");
+    let chunks: Vec<Vec<u8>> = parse_aof(&std::fs::read(base.path()).expect("read base AOF"))
+        .into_iter()
+        .filter(|args| args[0].eq_ignore_ascii_case(b"SECKILL.LOADCHUNK"))
+        .map(|mut args| args.remove(2))
+        .collect();
+    assert!(chunks.len() > 3, "expected the item in several chunks");
+    let before = snapshot(&mut con, "sku:aof");
+
+    for (n, chunk) in chunks.iter().enumerate() {
+        let refused = refusal_line(
+            load_chunk(&mut con, "sku:copy", chunk),
+            &format!("chunk {n}"),
+        );
+        assert!(
+            refused.starts_with("ERR"),
+            "chunk {n} onto a new key: {refused}"
+        );
+    }
+    assert_eq!(
+        ok::<i64>(&mut con, &["EXISTS", "sku:copy"]),
+        0,
+        "a client built an item"
+    );
+    let refused = refusal_line(
+        load_chunk(&mut con, "sku:aof", &chunks[0]),
+        "the header again",
+    );
+    assert!(
+        refused.starts_with("ERR"),
+        "the header onto the item: {refused}"
+    );
+    assert_eq!(snapshot(&mut con, "sku:aof"), before);
+
+    // The same chunks, replayed from the AOF at startup, rebuild the item.
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(
+        snapshot(&mut con, "sku:aof"),
+        before,
+        "the AOF no longer rebuilds the item"
+    );
 }

@@ -1,10 +1,12 @@
 //! A replica holds exactly what its master holds, and only successful
-//! writes travel to it.
+//! writes travel to it. Also: with the module loaded, MOVE and a
+//! cross-database COPY of a plain key replicate as without it, and a
+//! WINDOW or STREAM that changes nothing replicates nothing.
 
 mod common;
 
-use common::{command_calls, error, fill_mixed, ok, snapshot, Server};
-use redis::Connection;
+use common::{client_db, command_calls, error, fill_mixed, ok, snapshot, Server};
+use redis::{Connection, Value};
 
 /// Blocks until the replica acknowledged every write so far.
 fn wait_for_replica(master: &mut Connection) {
@@ -151,4 +153,81 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
         snapshot(&mut replica.client(), "sku:1"),
         snapshot(&mut first, "sku:1")
     );
+}
+
+/// Loading the module must not change how other commands replicate: a
+/// MOVE and a cross-database COPY of a plain key reach the replica in the
+/// right database (on Valkey 8.1 a listener to generic keyspace events
+/// broke this).
+#[test]
+fn move_and_copy_across_databases_replicate_as_without_the_module() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<String>(&mut con, &["SET", "plain", "1"]);
+    ok::<String>(&mut con, &["SET", "copied", "2"]);
+    assert_eq!(ok::<i64>(&mut con, &["MOVE", "plain", "1"]), 1);
+    assert_eq!(
+        ok::<i64>(&mut con, &["COPY", "copied", "copied", "DB", "2"]),
+        1
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let mut replica_db1 = client_db(&replica, 1);
+    let mut replica_db2 = client_db(&replica, 2);
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_db1, &["GET", "plain"]).as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_db2, &["GET", "copied"]).as_deref(),
+        Some("2")
+    );
+    let mut replica_con = replica.client();
+    assert_eq!(
+        ok::<Option<String>>(&mut replica_con, &["GET", "copied"]).as_deref(),
+        Some("2")
+    );
+    assert_eq!(ok::<i64>(&mut replica_con, &["EXISTS", "plain"]), 0);
+}
+
+/// WINDOW and STREAM that set what is there already change nothing: no
+/// replication, no event, and a WATCH on the item survives.
+#[test]
+fn window_and_stream_that_change_nothing_replicate_nothing_and_keep_watch() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{n}", "10"]);
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let mut replica_con = replica.client();
+    let calls_before = (
+        command_calls(&mut replica_con, "seckill.window"),
+        command_calls(&mut replica_con, "seckill.stream"),
+    );
+    let mut watcher = server_client_watching(&master, "{n}");
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.WINDOW", "{n}", "0", "0"]), 1);
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.STREAM", "{n}"]), 1);
+    let exec: Option<Vec<Value>> = redis::pipe()
+        .atomic()
+        .cmd("PING")
+        .query(&mut watcher)
+        .expect("EXEC");
+    assert!(exec.is_some(), "a no-op aborted the WATCH");
+    ok::<i64>(&mut con, &["SECKILL.ADD", "{n}", "1"]);
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    assert_eq!(command_calls(&mut replica_con, "seckill.add"), 1);
+    assert_eq!(
+        (
+            command_calls(&mut replica_con, "seckill.window"),
+            command_calls(&mut replica_con, "seckill.stream"),
+        ),
+        calls_before,
+        "a no-op was replicated"
+    );
+}
+
+fn server_client_watching(server: &Server, key: &str) -> Connection {
+    let mut con = server.client();
+    ok::<String>(&mut con, &["WATCH", key]);
+    con
 }

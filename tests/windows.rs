@@ -4,16 +4,11 @@
 
 mod common;
 
-use common::{info_field, ok, snapshot, wait_until, Server};
+use common::{info_field, ok, server_now_ms, snapshot, wait_until, Server};
 use std::time::Duration;
 
 /// 2100-01-01, in Unix milliseconds: a START that has not come yet.
 const FUTURE_MS: &str = "4102444800000";
-
-fn server_now_ms(con: &mut redis::Connection) -> i64 {
-    let time: Vec<i64> = ok(con, &["TIME"]);
-    time[0] * 1000 + time[1] / 1000
-}
 
 #[test]
 fn a_sale_that_has_not_started_refuses_and_records_nothing() {
