@@ -103,6 +103,18 @@ pub enum ConfirmOutcome {
     NoItem,
 }
 
+impl ConfirmOutcome {
+    /// The name all seckill client libraries use (`CONFIRMED`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfirmOutcome::Confirmed => "CONFIRMED",
+            ConfirmOutcome::AlreadyFinal => "ALREADY_FINAL",
+            ConfirmOutcome::Cancelled => "CANCELLED",
+            ConfirmOutcome::NoItem => "NO_ITEM",
+        }
+    }
+}
+
 impl FromRedisValue for ConfirmOutcome {
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
         Ok(match integer(&value)? {
@@ -248,6 +260,18 @@ pub enum SettleOutcome {
     Unknown,
     /// `-3`: no such item.
     NoItem,
+}
+
+impl SettleOutcome {
+    /// The name all seckill client libraries use (`SETTLED`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SettleOutcome::Settled => "SETTLED",
+            SettleOutcome::AlreadySettled => "ALREADY_SETTLED",
+            SettleOutcome::Unknown => "UNKNOWN",
+            SettleOutcome::NoItem => "NO_ITEM",
+        }
+    }
 }
 
 impl FromRedisValue for SettleOutcome {

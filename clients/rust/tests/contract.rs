@@ -221,18 +221,6 @@ fn every_provocable_error_is_typed_as_the_contract_says() {
     assert!(provoked >= 30, "only {provoked} errors provoked");
 }
 
-/// `AlreadyFinal` -> `ALREADY_FINAL`: the name the other libraries give.
-fn screaming(debug: impl std::fmt::Debug) -> String {
-    let mut out = String::new();
-    for (i, c) in format!("{debug:?}").chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
-}
-
 #[test]
 fn outcome_names_and_codes_are_the_contracts() {
     let contract = contract();
@@ -266,7 +254,7 @@ fn outcome_names_and_codes_are_the_contracts() {
         ConfirmOutcome::Cancelled,
         ConfirmOutcome::NoItem,
     ]
-    .map(screaming)
+    .map(|o| o.name().to_owned())
     .to_vec();
     ours.sort();
     assert_eq!(ours, names("SECKILL.CONFIRM"));
@@ -276,7 +264,7 @@ fn outcome_names_and_codes_are_the_contracts() {
         SettleOutcome::Unknown,
         SettleOutcome::NoItem,
     ]
-    .map(screaming)
+    .map(|o| o.name().to_owned())
     .to_vec();
     ours.sort();
     assert_eq!(ours, names("SECKILL.SETTLE"));
@@ -298,13 +286,19 @@ fn outcome_names_and_codes_are_the_contracts() {
                 }
                 "SECKILL.CONFIRM" => {
                     let decoded = ConfirmOutcome::from_redis_value(Value::Int(code)).unwrap();
-                    assert_eq!(screaming(decoded), name);
-                    screaming(provoke::<ConfirmOutcome>(&server, &mut con, case, &key).unwrap())
+                    assert_eq!(decoded.name(), name);
+                    provoke::<ConfirmOutcome>(&server, &mut con, case, &key)
+                        .unwrap()
+                        .name()
+                        .to_owned()
                 }
                 "SECKILL.SETTLE" => {
                     let decoded = SettleOutcome::from_redis_value(Value::Int(code)).unwrap();
-                    assert_eq!(screaming(decoded), name);
-                    screaming(provoke::<SettleOutcome>(&server, &mut con, case, &key).unwrap())
+                    assert_eq!(decoded.name(), name);
+                    provoke::<SettleOutcome>(&server, &mut con, case, &key)
+                        .unwrap()
+                        .name()
+                        .to_owned()
                 }
                 other => {
                     panic!("the contract names outcomes of {other}, which this crate does not type")
