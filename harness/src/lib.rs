@@ -6,6 +6,7 @@
 //! so the same suite runs against other servers and builds.
 
 pub mod cluster;
+pub mod contract;
 pub mod dump;
 pub mod metrics;
 pub mod postgres;

@@ -261,6 +261,35 @@ fn buy(con: &mut redis::Connection, id: &str) {
     assert!(stock >= 0, "{id}: {stock}");
 }
 
+/// Waits for the sentinels to name a master other than the first one,
+/// then sells `after` there once it takes writes; its port.
+fn sell_after_the_failover(shop: &Shop) -> u16 {
+    let mut promoted = None;
+    wait_until("the sentinels to fail over", DEADLINE, || {
+        promoted = shop.sentinels.nodes[0]
+            .master_port()
+            .filter(|port| *port != shop.master.port);
+        promoted.is_some()
+    });
+    let promoted = promoted.unwrap();
+    shop.sentinels.wait_for_master(promoted);
+    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    wait_until("the promoted replica to take writes", DEADLINE, || {
+        redis::cmd("SECKILL.DEDUCT")
+            .arg(ITEM)
+            .arg("after")
+            .arg(1)
+            .arg("ID")
+            .arg("after")
+            .query::<i64>(&mut on_new)
+            .is_ok()
+    });
+    promoted
+}
+
 #[test]
 fn pages_held_back_and_lost_in_a_failover_do_not_stop_the_consumer() {
     let mut shop = shop(&["--wait-replicas", "1", "--wait-timeout-ms", "200"]);
@@ -293,29 +322,7 @@ fn pages_held_back_and_lost_in_a_failover_do_not_stop_the_consumer() {
         });
         ok::<String>(&mut replica_con, &["CLIENT", "UNPAUSE"]);
     }
-    let mut promoted = None;
-    wait_until("the sentinels to fail over", DEADLINE, || {
-        promoted = shop.sentinels.nodes[0]
-            .master_port()
-            .filter(|port| *port != shop.master.port);
-        promoted.is_some()
-    });
-    let promoted = promoted.unwrap();
-    shop.sentinels.wait_for_master(promoted);
-    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    wait_until("the promoted replica to take writes", DEADLINE, || {
-        redis::cmd("SECKILL.DEDUCT")
-            .arg(ITEM)
-            .arg("after")
-            .arg(1)
-            .arg("ID")
-            .arg("after")
-            .query::<i64>(&mut on_new)
-            .is_ok()
-    });
+    sell_after_the_failover(&shop);
     // The sale the failover lost never becomes a row; the sales on the new
     // master do, without a restart.
     wait_until("the sale on the new master to be a row", DEADLINE, || {
@@ -345,29 +352,7 @@ fn a_master_the_sentinels_no_longer_name_is_left_even_while_it_answers() {
     // The sentinels stop getting valid answers from the master (as across
     // a partition); its clients, the consumer included, still do.
     ok::<String>(&mut con, &["ACL", "SETUSER", "default", "-ping"]);
-    let mut promoted = None;
-    wait_until("the sentinels to fail over", DEADLINE, || {
-        promoted = shop.sentinels.nodes[0]
-            .master_port()
-            .filter(|port| *port != shop.master.port);
-        promoted.is_some()
-    });
-    let promoted = promoted.unwrap();
-    shop.sentinels.wait_for_master(promoted);
-    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    wait_until("the promoted replica to take writes", DEADLINE, || {
-        redis::cmd("SECKILL.DEDUCT")
-            .arg(ITEM)
-            .arg("after")
-            .arg(1)
-            .arg("ID")
-            .arg("after")
-            .query::<i64>(&mut on_new)
-            .is_ok()
-    });
+    let promoted = sell_after_the_failover(&shop);
     wait_until("the sale on the new master to be a row", DEADLINE, || {
         order_ids(&shop.pg).contains("after")
     });
