@@ -31,6 +31,7 @@ mod hold_registry;
 mod item_key;
 mod order_stream;
 mod persistence;
+mod rewrite;
 mod sale_item;
 mod server_events;
 mod settings;

@@ -18,6 +18,7 @@ use crate::args::Arg;
 use crate::hold_registry;
 use crate::item_key::{master_decided, now_ms, selected_db, signal_modified, ItemKey};
 use crate::order_stream::{self, OrderStream};
+use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, HoldRef, LapseMoment, Outbox, SaleItem};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
@@ -38,7 +39,7 @@ pub enum Effect {
     /// anything a replica could see differently.
     Verbatim,
     /// This command instead, e.g. with a clock reading made absolute.
-    Rewritten(&'static str, Vec<Vec<u8>>),
+    Rewritten(Rewrite),
 }
 
 /// What a write decided, once judged.
@@ -233,10 +234,8 @@ pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
         Effect::Verbatim => {
             ctx.replicate_verbatim();
         }
-        Effect::Rewritten(command, args) => {
-            let mut effect: Vec<&[u8]> = Vec::with_capacity(args.len());
-            effect.extend(args.iter().map(Vec::as_slice));
-            ctx.replicate(command, effect.as_slice());
+        Effect::Rewritten(rewrite) => {
+            ctx.replicate(rewrite.command(), rewrite.args().as_slice());
         }
     }
     if let Some(event) = published.event {

@@ -7,6 +7,7 @@ use crate::args::Arg;
 use crate::hash_slot::key_slot;
 use crate::item_key::{master_decided, now_ms, ItemKey};
 use crate::order_stream;
+use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Outbox, SaleItem, Stock, Verdict, Window, UNLIMITED_STOCK};
 use crate::write::{publish, write_item, Effect, Judgement, Published};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -197,26 +198,23 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
         // A relative expiry read the clock: send the deadline it reached.
         (Some(Expiry::In(_)), Some(unix_ms)) => {
             // The command as sent, with EX or PX replaced by PXAT.
-            let unix_ms = unix_ms.to_string();
-            let mut effect: Vec<&[u8]> = vec![name.as_bytes(), stock_arg.as_bytes()];
+            let mut rewrite = Rewrite::of("SECKILL.INIT");
+            rewrite.arg(name.as_bytes()).arg(stock_arg.as_bytes());
             // Every option but REPLACE takes a value, as parsed above.
             let mut rest = options_args.iter();
             while let Some(option) = rest.next() {
                 if option.is_keyword("REPLACE") {
-                    effect.push(option.as_bytes());
+                    rewrite.arg(option.as_bytes());
                     continue;
                 }
                 let value = rest.next().map_or(&[][..], Arg::as_bytes);
                 if option.is_keyword("EX") || option.is_keyword("PX") {
-                    effect.extend_from_slice(&[b"PXAT".as_slice(), unix_ms.as_bytes()]);
+                    rewrite.option(b"PXAT", unix_ms);
                 } else {
-                    effect.extend_from_slice(&[option.as_bytes(), value]);
+                    rewrite.arg(option.as_bytes()).arg(value);
                 }
             }
-            Effect::Rewritten(
-                "SECKILL.INIT",
-                effect.into_iter().map(<[u8]>::to_vec).collect(),
-            )
+            Effect::Rewritten(rewrite)
         }
         _ => Effect::Verbatim,
     };

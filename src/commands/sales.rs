@@ -3,6 +3,7 @@
 use super::*;
 use crate::args::Arg;
 use crate::item_key::{master_decided, now_ms};
+use crate::rewrite::Rewrite;
 use crate::sale_item::{Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
 use crate::stats;
 use crate::write::{fence_repeat, write_item, Decision, Effect, Judgement, Judging};
@@ -115,22 +116,20 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
         let effect = match (options.request_id, hold_until) {
             (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
-                let mut effect: Vec<Vec<u8>> = vec![
-                    name.as_bytes().to_vec(),
-                    user.to_vec(),
-                    qty_arg.as_bytes().to_vec(),
-                    b"ID".to_vec(),
-                    request_id.to_vec(),
-                ];
+                let mut rewrite = Rewrite::of("SECKILL.DEDUCT");
+                rewrite
+                    .arg(name.as_bytes())
+                    .arg(user)
+                    .arg(qty_arg.as_bytes())
+                    .arg(b"ID")
+                    .arg(request_id);
                 if let Some(unix_ms) = hold_until {
-                    effect.push(b"HOLDUNTIL".to_vec());
-                    effect.push(unix_ms.to_string().into_bytes());
+                    rewrite.option(b"HOLDUNTIL", unix_ms);
                 }
                 if let Some(now) = lapsing {
-                    effect.push(b"AT".to_vec());
-                    effect.push(now.to_string().into_bytes());
+                    rewrite.option(b"AT", now);
                 }
-                Effect::Rewritten("SECKILL.DEDUCT", effect)
+                Effect::Rewritten(rewrite)
             }
             _ => Effect::Verbatim,
         };

@@ -4,6 +4,7 @@
 use super::*;
 use crate::args::Arg;
 use crate::item_key::{master_decided, ItemKey};
+use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
 use crate::write::{write_item, Decision, Effect, Judgement};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -32,17 +33,16 @@ pub(super) fn receive_transfer(
             let Some(now) = judged_with_lapses(item, judging) else {
                 return Ok(Judgement::Decide(verbatim(change, c"seckill.add", judging)));
             };
-            let effect = vec![
-                name.as_bytes().to_vec(),
-                qty.to_string().into_bytes(),
-                b"ID".to_vec(),
-                transfer_id.to_vec(),
-                b"AT".to_vec(),
-                now.to_string().into_bytes(),
-            ];
+            let mut rewrite = Rewrite::of("SECKILL.ADD");
+            rewrite
+                .arg(name.as_bytes())
+                .number(qty)
+                .arg(b"ID")
+                .arg(transfer_id)
+                .option(b"AT", now);
             Ok(Judgement::Decide(Decision {
                 change,
-                effect: Effect::Rewritten("SECKILL.ADD", effect),
+                effect: Effect::Rewritten(rewrite),
                 event: Some(c"seckill.add"),
                 at: lapses(judging),
             }))
@@ -100,21 +100,19 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
             let Change::Take { taken, .. } = change else {
                 return Ok(Judgement::Answer(RedisValue::Integer(0)));
             };
-            let mut effect: Vec<Vec<u8>> = vec![
-                name.as_bytes().to_vec(),
-                qty_arg.as_bytes().to_vec(),
-                b"ID".to_vec(),
-                transfer_id.to_vec(),
-            ];
+            let mut rewrite = Rewrite::of("SECKILL.TAKE");
+            rewrite
+                .arg(name.as_bytes())
+                .arg(qty_arg.as_bytes())
+                .arg(b"ID")
+                .arg(transfer_id);
             if let Some(destination) = destination {
-                effect.push(b"TO".to_vec());
-                effect.push(destination.to_vec());
+                rewrite.arg(b"TO").arg(destination);
             }
-            effect.push(b"TAKEN".to_vec());
-            effect.push(taken.to_string().into_bytes());
+            rewrite.option(b"TAKEN", taken);
             Ok(Judgement::Decide(Decision {
                 change,
-                effect: Effect::Rewritten("SECKILL.TAKE", effect),
+                effect: Effect::Rewritten(rewrite),
                 event: Some(c"seckill.take"),
                 at: lapses(judging),
             }))
