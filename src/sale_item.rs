@@ -19,7 +19,6 @@ pub use change::{Change, Counted, EventView, HoldRef, LapseMoment, Order, Verdic
 pub use ledger::RequestState;
 pub use ledger::RequestView;
 use ledger::{LazyLedger, Lookup};
-use std::collections::HashMap;
 pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
@@ -357,54 +356,40 @@ impl SaleItem {
 
     /// The earliest deadline among pending holds.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.ledger
-            .holds
-            .first_key_value()
-            .map(|((deadline, _), _)| *deadline)
+        self.ledger.holds.first_deadline()
     }
 
     /// Pending holds, earliest deadline first: (request id, user, qty,
-    /// deadline). Those due at `now` are left out: they are as good as
-    /// released.
-    pub fn pending_holds(&self, now: i64) -> impl Iterator<Item = (&[u8], RequestView<'_>)> {
-        self.ledger
-            .holds
-            .range((now.saturating_add(1), 0)..)
-            .map(|((_, handle), _)| {
-                (
-                    self.ledger.request_id(*handle),
-                    self.ledger.request(*handle),
-                )
-            })
+    /// deadline); those of `user` alone if given. Those due at `now` are
+    /// left out: they are as good as released.
+    pub fn pending_holds<'s>(
+        &'s self,
+        now: i64,
+        user: Option<&[u8]>,
+    ) -> Box<dyn Iterator<Item = (&'s [u8], RequestView<'s>)> + 's> {
+        let view =
+            |(_, handle): HoldRef| (self.ledger.request_id(handle), self.ledger.request(handle));
+        match user.map(|user| self.ledger.find_buyer(user)) {
+            None => Box::new(self.ledger.holds.pending_after(now).map(view)),
+            Some(Lookup::Found(buyer)) => {
+                Box::new(self.ledger.holds.pending_of(buyer.handle(), now).map(view))
+            }
+            Some(Lookup::Missing(_)) => Box::new(std::iter::empty()),
+        }
     }
 
     /// The item's counters as they will be once every hold due at `now` is
     /// released, without releasing anything: what reads report.
     pub fn stats_at(&self, now: i64) -> ItemStats {
         let mut stats = self.stats();
-        // Units lapsing per buyer, to tell which buyers hold nothing after.
-        let mut lapsing_buyers: HashMap<u32, i64> = HashMap::new();
-        for ((_, handle), qty) in self.ledger.holds.range(..=(now, u32::MAX)) {
-            stats.held = stats.held.saturating_sub(*qty);
-            stats.holds = stats.holds.saturating_sub(1);
-            stats.expired = stats.expired.saturating_add(*qty);
-            if let Stock::Limited(_) = self.stock {
-                stats.stock = stats.stock.saturating_add(*qty);
-            }
-            let units = lapsing_buyers
-                .entry(self.ledger.request_buyer(*handle))
-                .or_default();
-            *units = units.saturating_add(*qty);
+        let lapsed = self.ledger.lapsed(now);
+        stats.held = stats.held.saturating_sub(lapsed.units);
+        stats.holds = stats.holds.saturating_sub(lapsed.count);
+        stats.expired = stats.expired.saturating_add(lapsed.units);
+        if let Stock::Limited(_) = self.stock {
+            stats.stock = stats.stock.saturating_add(lapsed.units);
         }
-        for ((_, handle), _) in self.ledger.holds.range(..=(now, u32::MAX)) {
-            let buyer = self.ledger.request_buyer(*handle);
-            if let Some(lapsing) = lapsing_buyers.remove(&buyer) {
-                let held = self.bought(self.ledger.request(*handle).user);
-                if held > 0 && held <= lapsing {
-                    stats.buyers = stats.buyers.saturating_sub(1);
-                }
-            }
-        }
+        stats.buyers = stats.buyers.saturating_sub(lapsed.emptied_buyers);
         stats
     }
 

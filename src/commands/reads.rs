@@ -18,10 +18,7 @@ pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let mut pending: Vec<_> = item
-        .pending_holds(now_ms())
-        .filter(|(_, request)| user.is_none_or(|user| request.user == user))
-        .collect();
+    let mut pending: Vec<_> = item.pending_holds(now_ms(), user).collect();
     // Ties between equal deadlines go by request id, not by where each
     // record happens to sit in memory, so a replica lists them alike.
     pending.sort_by(|(a_id, a), (b_id, b)| (a.deadline, a_id).cmp(&(b.deadline, b_id)));

@@ -20,8 +20,7 @@ use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
 use super::{Confirmation, Deduction, ItemError, Moment, Outbox, SaleItem, Stock, Window};
 use std::collections::HashSet;
 
-/// A pending hold as the item indexes it: its deadline and request record.
-pub type HoldRef = (i64, u32);
+pub use super::ledger::HoldRef;
 
 /// A purchase as DEDUCT asks for it.
 #[derive(Clone, Copy, Debug)]
@@ -149,14 +148,11 @@ impl SaleItem {
         let Some(at) = at else {
             return (0, 0);
         };
-        let mut all = 0i64;
-        let mut own = 0i64;
-        for ((_, handle), qty) in self.ledger.holds.range(..=(at, u32::MAX)) {
-            all = all.saturating_add(*qty);
-            if buyer.is_some_and(|buyer| self.ledger.request_buyer(*handle) == buyer) {
-                own = own.saturating_add(*qty);
-            }
-        }
+        let all = self.ledger.lapsed(at).units;
+        let own = match buyer {
+            Some(buyer) if all > 0 => self.ledger.lapsed_of(buyer, at),
+            _ => 0,
+        };
         (all, own)
     }
 
@@ -405,27 +401,24 @@ impl SaleItem {
             }
             _ => (None, 0),
         };
-        let due = self.ledger.holds.range(..=(now, u32::MAX));
         let mut plan: Vec<HoldRef> = Vec::new();
         if let Some(own) = own {
-            for (hold, qty) in due.clone() {
-                if self.ledger.request_buyer(hold.1) == own {
-                    plan.push(*hold);
-                    needed = needed.saturating_sub(*qty);
-                }
+            for hold in self.ledger.holds.due_of(own, now) {
+                plan.push(hold);
+                needed = needed.saturating_sub(self.ledger.holds.qty(&hold).unwrap_or(0));
             }
         }
         let mut others = 0usize;
-        for (hold, qty) in due {
+        for (hold, qty) in self.ledger.holds.due_at(now) {
             if others >= budget && needed <= 0 {
                 break;
             }
             if own.is_some_and(|own| self.ledger.request_buyer(hold.1) == own) {
                 continue;
             }
-            plan.push(*hold);
+            plan.push(hold);
             others += 1;
-            needed = needed.saturating_sub(*qty);
+            needed = needed.saturating_sub(qty);
         }
         plan
     }
@@ -440,7 +433,7 @@ impl SaleItem {
     /// or an ADD, the units a REFUND gave back).
     pub fn apply(&mut self, holds: &[HoldRef], change: Change) -> i64 {
         for hold in holds {
-            if self.ledger.holds.contains_key(hold) {
+            if self.ledger.holds.contains(hold) {
                 self.lapse(*hold);
             }
         }
@@ -448,7 +441,7 @@ impl SaleItem {
             Change::Nothing => 0,
             Change::Deduct(purchase) => self.record_purchase(purchase),
             Change::Confirm(hold) => {
-                if let Some(qty) = self.ledger.holds.remove(&hold) {
+                if let Some(qty) = self.ledger.remove_hold(&hold) {
                     self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
                     self.ledger.set_state(hold.1, RequestState::Purchased);
                 }
@@ -458,7 +451,7 @@ impl SaleItem {
             Change::Release(holds) => {
                 let pending = holds
                     .into_iter()
-                    .filter(|hold| self.ledger.holds.contains_key(hold))
+                    .filter(|hold| self.ledger.holds.contains(hold))
                     .collect::<Vec<_>>();
                 for hold in &pending {
                     self.lapse(*hold);
@@ -525,8 +518,7 @@ impl SaleItem {
             if let Ok(handle) = self.ledger.add_request(hash, id, &buyer, request) {
                 if order.hold_until.is_some() {
                     self.ledger
-                        .holds
-                        .insert((request.deadline, handle), order.qty);
+                        .add_hold((request.deadline, handle), order.qty, buyer.handle());
                     self.ledger.held = self.ledger.held.saturating_add(order.qty);
                 }
             }
@@ -549,7 +541,7 @@ impl SaleItem {
             self.ledger.set_units(&mut buyer, units);
         }
         if let Some(hold) = hold {
-            self.ledger.holds.remove(&hold);
+            self.ledger.remove_hold(&hold);
             self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
         }
         self.ledger.set_state(handle, RequestState::Refunded);
@@ -563,7 +555,7 @@ impl SaleItem {
     /// Ends one pending hold as lapsed: its units go back to the stock and
     /// to the buyer's quota.
     pub(super) fn lapse(&mut self, (deadline, handle): HoldRef) {
-        let Some(qty) = self.ledger.holds.remove(&(deadline, handle)) else {
+        let Some(qty) = self.ledger.remove_hold(&(deadline, handle)) else {
             return;
         };
         let user = self.ledger.request(handle).user;
@@ -644,9 +636,9 @@ impl SaleItem {
                 for (deadline, handle) in holds {
                     if !Self::is_lapsed(*deadline, at) {
                         if let (Stock::Limited(_), Some(qty)) =
-                            (self.stock, self.ledger.holds.get(&(*deadline, *handle)))
+                            (self.stock, self.ledger.holds.qty(&(*deadline, *handle)))
                         {
-                            after = after.saturating_add(*qty);
+                            after = after.saturating_add(qty);
                         }
                     }
                     events.push(request_event("expire", *handle, after));

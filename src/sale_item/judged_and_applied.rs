@@ -85,9 +85,9 @@ impl SaleItem {
         let due: Vec<HoldRef> = self
             .ledger
             .holds
-            .range(..=(now, u32::MAX))
+            .due_at(now)
             .take(max)
-            .map(|(hold, _)| *hold)
+            .map(|(hold, _)| hold)
             .collect();
         let lapsed = due.iter().map(|hold| self.lapsed(*hold)).collect();
         self.apply(&due, Change::Nothing);

@@ -1084,6 +1084,24 @@ proptest! {
             }
             reference.release_due(now, usize::MAX);
             prop_assert_eq!(item.stats_at(now), reference.stats());
+            prop_assert_eq!(item.remaining_at(now), reference.remaining());
+            // A buyer's units and pending holds, read from the running
+            // figures and the index by buyer, are those of the released item.
+            for user in (0u8..8).map(user_name) {
+                prop_assert_eq!(item.bought_at(&user, now), reference.bought(&user));
+                let pending = |item: &SaleItem, now| {
+                    item.pending_holds(now, Some(&user))
+                        .map(|(id, request)| (id.to_vec(), request.qty, request.deadline))
+                        .collect::<Vec<_>>()
+                };
+                let everyone: Vec<_> = reference
+                    .pending_holds(now, None)
+                    .filter(|(_, request)| request.user == user.as_slice())
+                    .map(|(id, request)| (id.to_vec(), request.qty, request.deadline))
+                    .collect();
+                prop_assert_eq!(pending(&item, now), pending(&reference, now));
+                prop_assert_eq!(pending(&reference, now), everyone);
+            }
             let mut settled = item.clone();
             settled.release_due(now, usize::MAX);
             prop_assert_eq!(&settled, &reference);

@@ -399,9 +399,9 @@ impl SaleItem {
     /// if it is one.
     pub(super) fn hold_loaded_request(&mut self, handle: u32, request: &NewRequest, held: i64) {
         if request.state == RequestState::Held {
+            let buyer = self.ledger.request_buyer(handle);
             self.ledger
-                .holds
-                .insert((request.deadline, handle), request.qty);
+                .add_hold((request.deadline, handle), request.qty, buyer);
             self.ledger.held = held;
         }
     }

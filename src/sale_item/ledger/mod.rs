@@ -21,13 +21,14 @@
 //! check of an item is one front-to-back pass, with nothing to sort.
 
 mod arena;
+mod holds;
 
 use super::index::{prefetch, tag_of, Index};
 use super::radix;
 use arena::*;
 pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
-use std::collections::BTreeMap;
+pub use holds::{HoldBook, HoldRef, LapsedHolds};
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 use std::sync::LazyLock;
@@ -186,9 +187,9 @@ pub struct Ledger {
     requests: Index<2>,
     /// Buyers holding at least one unit.
     holders: usize,
-    /// Units of each pending hold, by deadline (Unix ms) and request record:
-    /// reads sum the lapsed ones without touching the records.
-    pub holds: BTreeMap<(i64, u32), i64>,
+    /// Every pending hold; changed only through `add_hold` and
+    /// `remove_hold`, which keep its figures of lapsed holds in step.
+    pub holds: HoldBook,
     /// Units in pending holds; they count as sold until confirmed, refunded
     /// or lapsed.
     pub held: i64,
@@ -245,7 +246,7 @@ impl Ledger {
             buyers: Index::new(),
             requests: Index::new(),
             holders: 0,
-            holds: BTreeMap::new(),
+            holds: HoldBook::new(),
             held: 0,
             expired: 0,
         }
@@ -308,18 +309,14 @@ impl Ledger {
 
     /// The units of the buyer record at `handle`.
     fn buyer_units(&self, handle: u32) -> i64 {
-        let record = self.arena.record(handle);
-        let at = 1 + leading_id(record).len();
-        record
-            .get(at..at + 8)
-            .and_then(|bytes| bytes.try_into().ok())
-            .map_or(0, i64::from_le_bytes)
+        units_in(&self.arena, handle)
     }
 
     pub fn set_units(&mut self, buyer: &mut Buyer, units: i64) {
         // The record's units, not `buyer.units`: a write may have settled
         // holds of this buyer since it was found.
-        match (self.buyer_units(buyer.name) > 0, units > 0) {
+        let before = self.buyer_units(buyer.name);
+        match (before > 0, units > 0) {
             (false, true) => self.holders += 1,
             (true, false) => self.holders -= 1,
             _ => {}
@@ -330,6 +327,40 @@ impl Ledger {
             bytes.copy_from_slice(&units.to_le_bytes());
         }
         buyer.units = units;
+        if before != units {
+            self.holds.units_changed(buyer.name, before, units);
+        }
+    }
+
+    /// Adds a pending hold of `qty` units by the buyer whose handle is
+    /// `buyer`.
+    pub fn add_hold(&mut self, hold: HoldRef, qty: i64, buyer: u32) {
+        let arena = &self.arena;
+        self.holds
+            .insert(hold, qty, buyer, |buyer| units_in(arena, buyer));
+    }
+
+    /// Ends a pending hold; its units if it was pending.
+    pub fn remove_hold(&mut self, hold: &HoldRef) -> Option<i64> {
+        let arena = &self.arena;
+        self.holds.remove(hold, |buyer| units_in(arena, buyer))
+    }
+
+    /// The holds due at `at`, as if released.
+    pub fn lapsed(&self, at: i64) -> LapsedHolds {
+        if self.holds.is_empty() {
+            return LapsedHolds::default();
+        }
+        self.holds.lapsed(at, |buyer| units_in(&self.arena, buyer))
+    }
+
+    /// Units of the holds of the buyer whose handle is `buyer` due at `at`.
+    pub fn lapsed_of(&self, buyer: u32, at: i64) -> i64 {
+        if self.holds.is_empty() {
+            return 0;
+        }
+        self.holds
+            .lapsed_of(buyer, at, |buyer| units_in(&self.arena, buyer))
     }
 
     /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.
@@ -652,16 +683,21 @@ impl Ledger {
 
     /// Bytes the ledger holds on the heap.
     fn heap_usage(&self) -> usize {
-        // A B-tree leaf holds up to 11 entries in 280 bytes, which the
-        // allocator rounds to 320. Holds are mostly added in deadline
-        // order, at the tree's right edge, where a full leaf splits into
-        // two of about 6: some 55 bytes an entry, inner nodes included.
-        const HOLD_ENTRY: usize = 56;
         self.arena.allocated()
             + self.buyers.allocated()
             + self.requests.allocated()
-            + self.holds.len() * HOLD_ENTRY
+            + self.holds.heap_usage()
     }
+}
+
+/// The units of the buyer record at `handle` in `arena`.
+fn units_in(arena: &Arena, handle: u32) -> i64 {
+    let record = arena.record(handle);
+    let at = 1 + leading_id(record).len();
+    record
+        .get(at..at + 8)
+        .and_then(|bytes| bytes.try_into().ok())
+        .map_or(0, i64::from_le_bytes)
 }
 
 #[cfg(test)]
