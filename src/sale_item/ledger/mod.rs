@@ -328,7 +328,7 @@ impl Ledger {
         }
         buyer.units = units;
         if before != units {
-            self.holds.units_changed(buyer.name, before, units);
+            self.holds.units_changed(buyer.name, units);
         }
     }
 
@@ -351,7 +351,7 @@ impl Ledger {
         if self.holds.is_empty() {
             return LapsedHolds::default();
         }
-        self.holds.lapsed(at, |buyer| units_in(&self.arena, buyer))
+        self.holds.lapsed(at)
     }
 
     /// Units of the holds of the buyer whose handle is `buyer` due at `at`.
@@ -359,8 +359,7 @@ impl Ledger {
         if self.holds.is_empty() {
             return 0;
         }
-        self.holds
-            .lapsed_of(buyer, at, |buyer| units_in(&self.arena, buyer))
+        self.holds.lapsed_of(buyer, at)
     }
 
     /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.
