@@ -3,7 +3,7 @@
 //! instruction on a noisy shared machine. Memory stalls do not show here;
 //! wall-clock figures carry those.
 
-use crate::contenders::{load_scripts, DECRBY, GET, LUA_SECKILL, MODULE, MODULE_ID};
+use crate::contenders::{load_scripts, DECRBY, GET, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID};
 use redis::Connection;
 use seckill_harness::{free_port, module_path, ok, server_binary};
 use std::path::Path;
@@ -205,6 +205,28 @@ pub fn measure() -> Vec<Count> {
                 command(
                     "SECKILL.DEDUCT",
                     &[s("ok"), s("user:bench"), s("1"), s("ID"), id],
+                )
+            })
+            .collect(),
+    );
+    // The same purchase held for ten minutes: nothing lapses while it runs.
+    record(
+        MODULE_HOLD,
+        "success",
+        (0..CALLS)
+            .map(|n| {
+                let id = format!("hold:{n}");
+                command(
+                    "SECKILL.DEDUCT",
+                    &[
+                        s("ok"),
+                        s("user:bench"),
+                        s("1"),
+                        s("ID"),
+                        id,
+                        s("HOLD"),
+                        s("600"),
+                    ],
                 )
             })
             .collect(),

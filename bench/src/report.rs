@@ -4,7 +4,7 @@
 
 use crate::big_items::{BigItems, Growth};
 use crate::contenders::{
-    DECRBY, FUNCTION, GET, LUA_SECKILL, MODULE, MODULE_ID, POSTGRES, POSTGRES_DURABLE,
+    DECRBY, FUNCTION, GET, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID, POSTGRES, POSTGRES_DURABLE,
 };
 use crate::instructions::Count;
 use crate::load::Throughput;
@@ -474,6 +474,27 @@ impl Report {
                 "server µs/call, sold-out path: DEDUCT / GET",
                 ratio(b.usec(MODULE), b.usec(GET)),
                 1.5,
+                false,
+            ),
+            target(
+                "server µs/call, hold path: DEDUCT ... HOLD / DEDUCT ... ID",
+                ratio(a.usec(MODULE_HOLD), a.usec(MODULE_ID)),
+                1.3,
+                false,
+            ),
+            target(
+                "-P 16 throughput, hold path: DEDUCT ... HOLD / DEDUCT ... ID",
+                ratio(a.pipelined(MODULE_HOLD), a.pipelined(MODULE_ID)),
+                0.75,
+                true,
+            ),
+            target(
+                "same, in instructions (callgrind), hold path: DEDUCT ... HOLD / DEDUCT ... ID",
+                ratio(
+                    instructions(MODULE_HOLD, "success"),
+                    instructions(MODULE_ID, "success"),
+                ),
+                1.3,
                 false,
             ),
             target(
