@@ -1,6 +1,7 @@
 //! `make bench`: SECKILL.DEDUCT against every alternative a user would pick,
 //! on the same machine in the same run, written to BENCHMARKS.md and a chart.
 
+mod backlog;
 mod big_items;
 mod contenders;
 mod drain;
@@ -43,6 +44,9 @@ struct Plan {
     lapsing_holds: usize,
     lapsing_items: usize,
     drain_entries: usize,
+    /// Lapsed holds of one item in section (k), the first with none.
+    backlogs: Vec<usize>,
+    backlog_calls: usize,
 }
 
 impl Plan {
@@ -67,6 +71,8 @@ impl Plan {
             lapsing_holds: 200_000,
             lapsing_items: 1_000,
             drain_entries: 100_000 / scale,
+            backlogs: vec![0, 200_000 / scale, 600_000 / scale],
+            backlog_calls: 2_000,
         }
     }
 }
@@ -775,15 +781,16 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
 /// `SECKILL_BENCH_ONLY=lapse` runs section (f) alone,
 /// `SECKILL_BENCH_ONLY=instructions` section (g) and
 /// `SECKILL_BENCH_ONLY=drain` section (h), `SECKILL_BENCH_ONLY=big`
-/// sections (e) and (i) and `SECKILL_BENCH_ONLY=split` section (j), and
+/// sections (e) and (i), `SECKILL_BENCH_ONLY=split` section (j) and
+/// `SECKILL_BENCH_ONLY=backlog` section (k), and
 /// prints their figures instead
 /// of rewriting BENCHMARKS.md and the chart. No other section can run
 /// alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if !["lapse", "instructions", "drain", "big", "split"].contains(&section.as_str()) {
+    if !["lapse", "instructions", "drain", "big", "split", "backlog"].contains(&section.as_str()) {
         eprintln!(
-            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain`, `big` or `split` can run alone"
+            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain`, `big`, `split` or `backlog` can run alone"
         );
         std::process::exit(2);
     }
@@ -848,6 +855,12 @@ fn main() {
         println!("{}", split.markdown(cores));
         return;
     }
+    if only.as_deref() == Some("backlog") {
+        println!("(k) a backlog of lapsed holds, alone (BENCHMARKS.md is left as it is)");
+        let backlog = backlog::measure(&server, &plan.backlogs, plan.backlog_calls);
+        println!("\n{}", backlog.markdown());
+        return;
+    }
     if only.as_deref() == Some("instructions") {
         println!("(g) instructions per call, alone (BENCHMARKS.md is left as it is)");
         for count in instructions::measure() {
@@ -887,6 +900,8 @@ fn main() {
     let big = big_items::big_items(&mut con, plan.big_item_buyers);
     println!("(j) one item split over 3 shards");
     let split = split::measure(plan.clients, plan.pipelined_requests, plan.repeats);
+    println!("(k) a backlog of lapsed holds");
+    let backlog = backlog::measure(&server, &plan.backlogs, plan.backlog_calls);
 
     let report = Report {
         redis_version: version,
@@ -908,6 +923,7 @@ fn main() {
         lapse,
         drain,
         split,
+        backlog,
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     report.write(root);

@@ -386,6 +386,7 @@ pub struct Report {
     /// Section (h), or why it was not measured.
     pub drain: Result<Drain, String>,
     pub split: crate::split::SplitScaling,
+    pub backlog: crate::backlog::Backlog,
 }
 
 fn ratio(value: Option<f64>, reference: Option<f64>) -> Option<f64> {
@@ -583,6 +584,17 @@ impl Report {
                 ),
                 ratio(Some(row.seckill_ms), Some(row.native_ms)),
                 bound,
+                false,
+            ));
+        }
+        for (index, (call, _)) in crate::backlog::CALLS.iter().enumerate() {
+            targets.push(target(
+                &format!(
+                    "server µs/call with {} lapsed holds waiting: {call} / none",
+                    self.backlog.largest()
+                ),
+                self.backlog.ratio(index),
+                crate::backlog::BOUND,
                 false,
             ));
         }
@@ -948,6 +960,8 @@ impl Report {
         }
         out.push_str(&self.big_items_markdown());
         out.push_str(&self.split.markdown(self.cores));
+        out.push('\n');
+        out.push_str(&self.backlog.markdown());
         out.push('\n');
         out.push_str(notes.trim_end());
         out.push('\n');

@@ -1,0 +1,200 @@
+//! Section (k): calls on an item while a backlog of its lapsed holds waits
+//! for the sweep. Reads and writes judge a lapsed hold as released; this
+//! shows what that costs them as the backlog grows.
+
+use redis::Connection;
+use seckill_harness::{command_stat, ok, Server};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// The calls measured: (what the table calls it, the command's
+/// commandstats name).
+pub const CALLS: [(&str, &str); 5] = [
+    ("GET", "seckill.get"),
+    ("INFO", "seckill.info"),
+    ("DEDUCT ... ID, buyer with a lapsed hold", "seckill.deduct"),
+    ("CONFIRM", "seckill.confirm"),
+    ("HOLDS key user", "seckill.holds"),
+];
+
+/// The target: each call with the largest backlog against itself with none.
+pub const BOUND: f64 = 1.5;
+
+pub struct Row {
+    pub lapsed: usize,
+    /// Server µs per call, in the order of `CALLS`.
+    pub usec: Vec<Option<f64>>,
+}
+
+pub struct Backlog {
+    pub rows: Vec<Row>,
+    pub calls: usize,
+}
+
+impl Backlog {
+    /// The call `index` of `CALLS` with the largest backlog over none.
+    pub fn ratio(&self, index: usize) -> Option<f64> {
+        let none = self.rows.first()?.usec.get(index).copied().flatten()?;
+        let most = self.rows.last()?.usec.get(index).copied().flatten()?;
+        (none > 0.0).then_some(most / none)
+    }
+
+    pub fn largest(&self) -> usize {
+        self.rows.last().map_or(0, |row| row.lapsed)
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "## (k) A backlog of lapsed holds\n\n\
+             One item, with this many holds lapsed and not yet released (the sweep held \
+             off with `seckill.sweep-interval-ms 60000`), one hold per buyer. Server µs per \
+             call from `INFO commandstats`, {} calls each, pipelined. The buyers who \
+             purchase have a lapsed hold each, which the purchase releases; `CONFIRM` \
+             confirms holds still pending; `HOLDS key user` lists a user's 10 pending \
+             holds.\n\n| lapsed holds |",
+            self.calls
+        );
+        for (name, _) in CALLS {
+            let _ = write!(out, " {name} |");
+        }
+        out.push_str("\n|--:|");
+        out.push_str(&"--:|".repeat(CALLS.len()));
+        out.push('\n');
+        let none = self.rows.first();
+        for row in &self.rows {
+            let _ = write!(out, "| {} |", row.lapsed);
+            for (index, usec) in row.usec.iter().enumerate() {
+                let base = none.and_then(|none| none.usec[index]);
+                match (usec, base) {
+                    (Some(usec), Some(base)) if row.lapsed > 0 && base > 0.0 => {
+                        let _ = write!(out, " {usec:.2} ({:.2}×) |", usec / base);
+                    }
+                    (Some(usec), _) => {
+                        let _ = write!(out, " {usec:.2} |");
+                    }
+                    (None, _) => out.push_str(" – |"),
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn server_ms(con: &mut Connection) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(con).expect("TIME");
+    secs * 1000 + micros / 1000
+}
+
+fn pipelined(con: &mut Connection, calls: impl Iterator<Item = redis::Cmd>) {
+    let mut pipe = redis::pipe();
+    let mut queued = 0;
+    for call in calls {
+        pipe.add_command(call).ignore();
+        queued += 1;
+        if queued == 10_000 {
+            let _: redis::RedisResult<()> = pipe.query(con);
+            pipe = redis::pipe();
+            queued = 0;
+        }
+    }
+    // Replies such as -4 are fine: only the cost is measured.
+    let _: redis::RedisResult<()> = pipe.query(con);
+}
+
+fn deduct(user: &str, id: &str, hold: Option<(&str, i64)>) -> redis::Cmd {
+    let mut call = redis::cmd("SECKILL.DEDUCT");
+    call.arg("backlog").arg(user).arg(1).arg("ID").arg(id);
+    if let Some((option, value)) = hold {
+        call.arg(option).arg(value);
+    }
+    call
+}
+
+fn measure_one(con: &mut Connection, lapsed: usize, calls: usize) -> Row {
+    ok::<String>(con, &["FLUSHALL"]);
+    ok::<i64>(con, &["SECKILL.INIT", "backlog", "1000000000"]);
+    // Far enough ahead for every hold to be placed before it passes.
+    let due = server_ms(con) + 2_000 + lapsed as i64 / 25;
+    pipelined(
+        con,
+        (0..lapsed).map(|n| deduct(&format!("u{n}"), &format!("h{n}"), Some(("HOLDUNTIL", due)))),
+    );
+    if lapsed == 0 {
+        // The same buyers, with a purchase and nothing lapsed.
+        pipelined(
+            con,
+            (0..calls).map(|n| deduct(&format!("u{n}"), &format!("h{n}"), None)),
+        );
+    }
+    pipelined(
+        con,
+        (0..calls).map(|n| deduct(&format!("c{n}"), &format!("c{n}"), Some(("HOLD", 3_600)))),
+    );
+    pipelined(
+        con,
+        (0..10).map(|n| deduct("watcher", &format!("w{n}"), Some(("HOLD", 3_600)))),
+    );
+    let wait = Instant::now();
+    while server_ms(con) <= due && wait.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ok::<String>(con, &["CONFIG", "RESETSTAT"]);
+    let command = |name: &str, args: &[&str]| {
+        let mut call = redis::cmd(name);
+        for arg in args {
+            call.arg(*arg);
+        }
+        call
+    };
+    pipelined(
+        con,
+        (0..calls).map(|_| command("SECKILL.GET", &["backlog"])),
+    );
+    pipelined(
+        con,
+        (0..calls).map(|_| command("SECKILL.INFO", &["backlog"])),
+    );
+    pipelined(
+        con,
+        (0..calls).map(|n| deduct(&format!("u{n}"), &format!("d{n}"), None)),
+    );
+    pipelined(
+        con,
+        (0..calls).map(|n| command("SECKILL.CONFIRM", &["backlog", &format!("c{n}")])),
+    );
+    pipelined(
+        con,
+        (0..calls).map(|_| command("SECKILL.HOLDS", &["backlog", "watcher"])),
+    );
+    let usec = CALLS
+        .iter()
+        .map(|(_, stat)| command_stat(con, stat, "usec_per_call"))
+        .collect();
+    Row { lapsed, usec }
+}
+
+/// Measures with each backlog in `backlogs`, the first of which should be 0.
+pub fn measure(server: &Server, backlogs: &[usize], calls: usize) -> Backlog {
+    let mut con = server.client();
+    let interval: Vec<String> = ok(&mut con, &["CONFIG", "GET", "seckill.sweep-interval-ms"]);
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "seckill.sweep-interval-ms", "60000"],
+    );
+    let rows = backlogs
+        .iter()
+        .map(|&lapsed| {
+            println!("  {lapsed} lapsed holds");
+            measure_one(&mut con, lapsed, calls)
+        })
+        .collect();
+    ok::<String>(&mut con, &["FLUSHALL"]);
+    if let Some(interval) = interval.get(1) {
+        ok::<String>(
+            &mut con,
+            &["CONFIG", "SET", "seckill.sweep-interval-ms", interval],
+        );
+    }
+    Backlog { rows, calls }
+}
