@@ -283,6 +283,77 @@ fn replica_and_aof_hold_the_identical_item_after_holds_lapse_on_the_master() {
     assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
 }
 
+/// A buyer whose hold lapsed buys again before the sweep releases it: its
+/// quota counts the lapsed hold as given back while its record still keeps
+/// it, so replicas and the AOF must judge the purchase at the master's
+/// moment, with an ID or without.
+#[test]
+fn buyers_of_lapsed_holds_buy_again_alike_on_master_replica_and_aof() {
+    // The sweep held off, here and after the restart, so that the lapsed
+    // holds are still there when their buyers come back.
+    let mut master = Server::start_with(&[
+        "--appendonly",
+        "yes",
+        "--seckill.sweep-interval-ms",
+        "60000",
+    ]);
+    let replica = Server::start_replica_of(&master);
+    let mut replica_con = replica.client();
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "20", "LIMIT", "1"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    for n in 0..4 {
+        let user = format!("user:{n}");
+        let id = format!("h{n}");
+        let until = deadline.to_string();
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "sku:1",
+                &user,
+                "1",
+                "ID",
+                &id,
+                "HOLDUNTIL",
+                &until,
+            ],
+        );
+    }
+    common::wait_until("the holds lapse", Duration::from_secs(10), || {
+        server_now_ms(&mut con) > deadline
+    });
+    for n in 0..2 {
+        let user = format!("user:{n}");
+        assert!(ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", &user, "1"]) >= 0);
+    }
+    for n in 2..4 {
+        let (user, id) = (format!("user:{n}"), format!("again{n}"));
+        assert!(
+            ok::<i64>(
+                &mut con,
+                &["SECKILL.DEDUCT", "sku:1", &user, "1", "ID", &id]
+            ) >= 0
+        );
+    }
+    // The limit still holds: a second unit each is refused.
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", "user:0", "1"]),
+        -2
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let on_master = snapshot(&mut con, "sku:1");
+    assert_eq!(info_field(&mut con, "sku:1", "stock"), 16);
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        on_master,
+        "replica differs"
+    );
+    master.restart();
+    let mut con = master.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
+}
+
 #[test]
 fn holds_fire_their_keyspace_events() {
     let server = Server::start();

@@ -4,7 +4,7 @@ use super::*;
 use crate::args::Arg;
 use crate::item_key::{master_decided, now_ms};
 use crate::rewrite::Rewrite;
-use crate::sale_item::{Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
+use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
 use crate::stats;
 use crate::write::{fence_repeat, write_item, Decision, Effect, Judgement, Judging};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -114,6 +114,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         // judged at when some were lapsing.
         let lapsing = judged_with_lapses(item, judging);
         let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
+        let own_lapses = matches!(&change, Change::Deduct(purchase) if purchase.counted_own_lapses);
         let effect = match (options.request_id, hold_until) {
             (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
                 let mut rewrite = Rewrite::of("SECKILL.DEDUCT");
@@ -131,6 +132,20 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 }
                 Effect::Rewritten(rewrite)
             }
+            // The buyer's quota counted its lapsed holds, which stay until
+            // the sweep releases them: the replica must count them too.
+            (None, _) if own_lapses => match lapsing {
+                Some(now) => {
+                    let mut rewrite = Rewrite::of("SECKILL.DEDUCT");
+                    rewrite
+                        .arg(name.as_bytes())
+                        .arg(user)
+                        .arg(qty_arg.as_bytes())
+                        .option(b"AT", now);
+                    Effect::Rewritten(rewrite)
+                }
+                None => Effect::Verbatim,
+            },
             _ => Effect::Verbatim,
         };
         Ok(Judgement::Decide(Decision {

@@ -113,11 +113,11 @@ impl SaleItem {
             RequestState::Expired => (&mut tally.expired, self.ledger.expired),
             RequestState::Held => {
                 tally.holds += 1;
-                tally.live.push((buyer, request.qty));
+                tally.live.push((buyer, request.qty, request.qty));
                 (&mut tally.held, self.net_sold())
             }
             RequestState::Purchased => {
-                tally.live.push((buyer, request.qty));
+                tally.live.push((buyer, request.qty, 0));
                 return Ok(());
             }
         };
@@ -152,19 +152,30 @@ impl SaleItem {
         // the arena or from a load of group chunks, and are then left as
         // they are. A request whose user holds nothing finds no holder.
         sort_by_handle(&mut holders, |(handle, _)| *handle);
-        sort_by_handle(&mut live, |(handle, _)| *handle);
-        let mut holders = holders.into_iter().peekable();
+        sort_by_handle(&mut live, |(handle, _, _)| *handle);
         let mut live = live.into_iter().peekable();
-        while let Some((user, qty)) = live.next() {
-            let mut requested = qty;
-            while let Some((_, qty)) = live.next_if(|(next, _)| *next == user) {
+        for (user, units) in holders {
+            // A request of a user holding nothing has no holder.
+            if live.next_if(|(next, _, _)| *next < user).is_some() {
+                return Err(DecodeError("requests for more units than their user holds"));
+            }
+            let (mut requested, mut held) = (0i64, 0i64);
+            while let Some((_, qty, more)) = live.next_if(|(next, _, _)| *next == user) {
                 requested = requested.saturating_add(qty);
+                held = held.saturating_add(more);
             }
-            while holders.next_if(|(holder, _)| *holder < user).is_some() {}
-            match holders.next_if(|(holder, _)| *holder == user) {
-                Some((_, units)) if requested <= units => {}
-                _ => return Err(DecodeError("requests for more units than their user holds")),
+            if requested > units {
+                return Err(DecodeError("requests for more units than their user holds"));
             }
+            // A buyer's record keeps its lapsed holds until the sweep
+            // releases them, so only its units not in holds are held to
+            // the per-user limit.
+            if self.limit > 0 && units.saturating_sub(held) > self.limit {
+                return Err(DecodeError("buyer holds more than the per-user limit"));
+            }
+        }
+        if live.next().is_some() {
+            return Err(DecodeError("requests for more units than their user holds"));
         }
         Ok(())
     }
@@ -231,9 +242,6 @@ impl SaleItem {
         if units <= 0 {
             return Err(DecodeError("buyer holding nothing"));
         }
-        if self.limit > 0 && units > self.limit {
-            return Err(DecodeError("buyer holds more than the per-user limit"));
-        }
         Ok(())
     }
 
@@ -280,8 +288,9 @@ pub(super) fn within(sum: Option<i64>, bound: i64) -> Option<i64> {
 pub struct Tally {
     /// Holders by the handle of their record, with their units.
     pub(super) holders: Vec<(u32, i64)>,
-    /// Purchased and held requests by their buyer's handle, with units.
-    pub(super) live: Vec<(u32, i64)>,
+    /// Purchased and held requests by their buyer's handle, with units and
+    /// (for holds) units held.
+    pub(super) live: Vec<(u32, i64, i64)>,
     pub(super) units: i64,
     pub(super) refunded: i64,
     pub(super) expired: i64,

@@ -10,9 +10,8 @@
 //!
 //! Lapsed holds (deadline passed, not yet released) are judged as released
 //! already, exactly as reads report them, however many there are. Releasing
-//! them for real is spread over writes and timer ticks: [`settle_plan`]
-//! picks a bounded batch, plus whatever the change itself needs released
-//! first (the buyer's own lapsed holds, and enough units for the sale).
+//! them for real is the timer's sweep; a write releases only what it needs
+//! first (enough units for the sale), picked by [`settle_plan`].
 //!
 //! [`settle_plan`]: SaleItem::settle_plan
 
@@ -38,10 +37,11 @@ pub struct Purchase<'a> {
     pub order: Order<'a>,
     buyer: Lookup<Buyer>,
     request_hash: Option<u64>,
-    /// Units the buyer holds after the purchase.
-    units_after: i64,
     /// The stock after the purchase, as reads report it: the reply.
     pub remaining: i64,
+    /// True if the buyer's quota counted some of its lapsed holds as given
+    /// back: a replica must judge the purchase at the same moment.
+    pub counted_own_lapses: bool,
 }
 
 /// A change an item agreed to; [`SaleItem::apply`] makes it.
@@ -242,12 +242,17 @@ impl SaleItem {
             Lookup::Found(buyer) => buyer.units.saturating_sub(own_lapsing).max(0),
             Lookup::Missing(_) => 0,
         };
-        let units_after = match held.checked_add(qty) {
-            Some(units) if self.limit == 0 || units <= self.limit => units,
+        match held.checked_add(qty) {
+            Some(units) if self.limit == 0 || units <= self.limit => {}
             Some(_) => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
             None if self.limit > 0 => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
             None => return Err(ItemError::Overflow),
-        };
+        }
+        // The buyer's lapsed holds stay for the sweep to release: the
+        // record keeps counting them until then, and must have room.
+        if let Lookup::Found(buyer) = buyer {
+            buyer.units.checked_add(qty).ok_or(ItemError::Overflow)?;
+        }
         self.sold.checked_add(qty).ok_or(ItemError::Overflow)?;
         if hold_until.is_some() {
             self.ledger
@@ -263,8 +268,8 @@ impl SaleItem {
             order,
             buyer,
             request_hash,
-            units_after,
             remaining,
+            counted_own_lapses: own_lapsing > 0,
         })))
     }
 
@@ -383,41 +388,23 @@ impl SaleItem {
     }
 
     /// The lapsed holds to release before `change`, where this server
-    /// decides releases: every lapsed hold of the buyer `change` sells to
-    /// (so that its quota is exact), enough to cover the units it sells,
-    /// and up to `budget` more, earliest first.
+    /// decides releases: enough to cover the units it sells, and up to
+    /// `budget` more, earliest first. A buyer's own lapsed holds need no
+    /// release for its quota: the judge counts them as given back, and
+    /// the buyer's record keeps them until the sweep releases them.
     pub fn settle_plan(&self, change: &Change, now: i64, budget: usize) -> Vec<HoldRef> {
-        let (own, mut needed) = match change {
-            Change::Deduct(purchase) => {
-                let own = match purchase.buyer {
-                    Lookup::Found(buyer) => Some(buyer.handle()),
-                    Lookup::Missing(_) => None,
-                };
-                let needed = match self.stock {
-                    Stock::Limited(units) => purchase.order.qty.saturating_sub(units),
-                    Stock::Unlimited => 0,
-                };
-                (own, needed)
+        let mut needed = match (change, self.stock) {
+            (Change::Deduct(purchase), Stock::Limited(units)) => {
+                purchase.order.qty.saturating_sub(units)
             }
-            _ => (None, 0),
+            _ => 0,
         };
         let mut plan: Vec<HoldRef> = Vec::new();
-        if let Some(own) = own {
-            for hold in self.ledger.holds.due_of(own, now) {
-                plan.push(hold);
-                needed = needed.saturating_sub(self.ledger.holds.qty(&hold).unwrap_or(0));
-            }
-        }
-        let mut others = 0usize;
         for (hold, qty) in self.ledger.holds.due_at(now) {
-            if others >= budget && needed <= 0 {
+            if plan.len() >= budget && needed <= 0 {
                 break;
             }
-            if own.is_some_and(|own| self.ledger.request_buyer(hold.1) == own) {
-                continue;
-            }
             plan.push(hold);
-            others += 1;
             needed = needed.saturating_sub(qty);
         }
         plan
@@ -493,8 +480,8 @@ impl SaleItem {
             order,
             buyer,
             request_hash,
-            units_after,
             remaining,
+            ..
         } = purchase;
         let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
@@ -523,7 +510,13 @@ impl SaleItem {
                 }
             }
         }
-        self.ledger.set_units(&mut buyer, units_after);
+        // From the record, not the judge's reading: the settle plan may
+        // have released some of this buyer's lapsed holds since.
+        let units = self
+            .ledger
+            .buyer_units(buyer.handle())
+            .saturating_add(order.qty);
+        self.ledger.set_units(&mut buyer, units);
         if let Stock::Limited(units) = self.stock {
             // The settle plan released enough for this: never below zero.
             self.stock = Stock::Limited(units.saturating_sub(order.qty).max(0));

@@ -923,9 +923,13 @@ fn buyer_records_beyond_the_limit_or_the_units_sold_are_refused() {
     let mut item = counters_only();
     let before = item.clone();
     for (buyers, reason) in [
+        // Beyond the limit and the units sold: the per-user limit is
+        // checked once the buyer's requests are in (a buyer's record
+        // counts its lapsed holds until they are released), the units
+        // sold record by record.
         (
             &[(&b"a"[..], 4i64)][..],
-            "buyer holds more than the per-user limit",
+            "buyers hold more units than were sold",
         ),
         (
             &[(&b"a"[..], 2), (&b"b"[..], 1)][..],

@@ -194,6 +194,7 @@ impl HoldBook {
     }
 
     /// The holds of `buyer` due at `at`, earliest first.
+    #[cfg(test)]
     pub fn due_of(&self, buyer: u32, at: i64) -> impl Iterator<Item = HoldRef> + '_ {
         self.own_due(buyer, at).map(|(hold, _)| hold)
     }

@@ -308,7 +308,7 @@ impl Ledger {
     }
 
     /// The units of the buyer record at `handle`.
-    fn buyer_units(&self, handle: u32) -> i64 {
+    pub fn buyer_units(&self, handle: u32) -> i64 {
         units_in(&self.arena, handle)
     }
 
