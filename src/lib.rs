@@ -10,21 +10,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-/// A Redis module API function, or `None` if this server lacks it. The
-/// pointers are written once, by RedisModule_Init when the module loads.
-macro_rules! redis_api {
-    ($name:ident) => {
-        // SAFETY: written before any command runs, never written after.
-        unsafe { redis_module::raw::$name }
-    };
-}
+// First: `server` defines `redis_api!`, which the modules below use.
+#[macro_use]
+mod server;
 
-#[cfg(not(test))]
-mod allocator;
 mod args;
 mod call;
 mod cluster;
-mod command_info;
 mod commands;
 mod hash_slot;
 mod hold_registry;
@@ -40,10 +32,10 @@ mod stats;
 mod sweeper;
 mod write;
 
-use command_info::{Arg, Docs, KeyAt, KeySpec};
 use persistence::SALE_ITEM_TYPE;
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
+use server::command_info::{self, Arg, Docs, KeyAt, KeySpec};
 use std::ffi::CStr;
 use std::os::raw::c_int;
 
@@ -52,7 +44,7 @@ use std::os::raw::c_int;
 #[cfg(not(test))]
 macro_rules! allocator {
     () => {
-        crate::allocator::ModuleAlloc
+        crate::server::allocator::ModuleAlloc
     };
 }
 #[cfg(test)]

@@ -1,0 +1,16 @@
+//! The server boundary: the part of the module that talks to the server's
+//! C API with raw pointers.
+//!
+//! - `api`: the `redis_api!` look-up of one module API function;
+//! - [`command_info`]: command docs, arity and key specs, handed to the
+//!   server at load;
+//! - `allocator`: the module's global allocator, Redis's;
+//! - [`prefetch`]: a CPU cache hint for the pure core.
+
+#[macro_use]
+mod api;
+
+#[cfg(not(test))]
+pub mod allocator;
+pub mod command_info;
+pub mod prefetch;
