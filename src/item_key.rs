@@ -143,9 +143,7 @@ pub fn signal_modified(ctx: &Context, name: &Arg) {
 /// snapshot and its writes since, decided by the node that owns the slot).
 pub fn master_decided(ctx: &Context) -> bool {
     let decided = crate::slot_migration::decided_flags();
-    // SAFETY: the context is valid for the duration of the command.
-    redis_api!(RedisModule_GetContextFlags)
-        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & decided != 0)
+    crate::server::context::flags(ctx).is_some_and(|flags| flags & decided != 0)
 }
 
 /// Now, on the server's clock, in Unix milliseconds.

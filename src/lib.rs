@@ -2,7 +2,7 @@
 //!
 //! Layout: `sale_item` holds the sale rules and knows nothing of Redis;
 //! `commands` parses, replies, replicates and notifies; `persistence` is the
-//! module data type and its callbacks; `item_key` reaches an item at a key;
+//! module data type (its C callbacks are in `server`); `item_key` reaches an item at a key;
 //! `args` reads a command's arguments in place.
 
 // An unsafe fn is no licence: each unsafe operation in it still carries

@@ -12,6 +12,7 @@
 use crate::args::Arg;
 use crate::hold_registry::{next_due, swap_dbs, watch};
 use crate::item_key::selected_db;
+use crate::server::context;
 use crate::stats;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
@@ -154,11 +155,8 @@ extern "C" fn tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
 /// Redis's own key expiry does.
 fn decides_releases(ctx: &Context) -> bool {
     let waits = raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING;
-    // SAFETY: the context is valid for the duration of the call.
-    let decides = redis_api!(RedisModule_GetContextFlags)
-        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & waits == 0);
-    // SAFETY: takes no arguments.
-    let paused = redis_api!(RedisModule_AvoidReplicaTraffic).is_some_and(|f| unsafe { f() } != 0);
+    let decides = context::flags(ctx).is_some_and(|flags| flags & waits == 0);
+    let paused = context::avoid_replica_traffic();
     decides && !paused
 }
 
