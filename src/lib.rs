@@ -2,8 +2,9 @@
 //!
 //! Layout: `sale_item` holds the sale rules and knows nothing of Redis;
 //! `commands` parses, replies, replicates and notifies; `persistence` is the
-//! module data type (its C callbacks are in `server`); `item_key` reaches an item at a key;
-//! `args` reads a command's arguments in place.
+//! module data type (its C callbacks are in `server`); `write` is the one
+//! way an item is written; `server` is the boundary with the server's C
+//! API: its keys, strings and events.
 
 // An unsafe fn is no licence: each unsafe operation in it still carries
 // its own block, and every block says why it is sound.
@@ -14,13 +15,11 @@
 #[macro_use]
 mod server;
 
-mod args;
 mod call;
 mod cluster;
 mod commands;
 mod hash_slot;
 mod hold_registry;
-mod item_key;
 mod order_stream;
 mod persistence;
 mod rewrite;
@@ -66,7 +65,7 @@ macro_rules! entry_point {
             stats::CALLS[stats::CommandId::$id as usize].bump();
             let context = Context::new(ctx);
             // SAFETY: Redis passes `argc` strings that live for this call.
-            let args = unsafe { args::from_argv(argv, argc) };
+            let args = unsafe { server::arg::from_argv(argv, argc) };
             context.reply($handler(&context, args)) as c_int
         }
         EntryPoint {
@@ -85,7 +84,7 @@ macro_rules! entry_point {
         ) -> c_int {
             let context = Context::new(ctx);
             // SAFETY: Redis passes `argc` strings that live for this call.
-            let args = unsafe { args::from_argv(argv, argc) };
+            let args = unsafe { server::arg::from_argv(argv, argc) };
             if context.is_keys_position_request() {
                 $keys(&context, args);
                 return raw::REDISMODULE_OK as c_int;
@@ -151,7 +150,7 @@ const fn order_stream_key(at: KeyAt) -> KeySpec {
 
 /// Where SECKILL.STREAM's keys are, for a server that asks: the item, and
 /// the stream when one is given, flagged as their key specs are.
-fn stream_keys(ctx: &Context, args: &[args::Arg]) {
+fn stream_keys(ctx: &Context, args: &[server::Arg]) {
     let Some(key_at) = redis_api!(RedisModule_KeyAtPosWithFlags) else {
         return;
     };

@@ -224,7 +224,7 @@ extern "C" fn on_event(
     let Some((job, ranges)) = (unsafe { read_info(data) }) else {
         return;
     };
-    let now = crate::item_key::now_ms();
+    let now = crate::server::now_ms();
     let in_ranges = |key: &[u8]| {
         let slot = key_slot(key);
         ranges

@@ -9,10 +9,9 @@
 //! following items that keyspace events move. Each timer step stops after
 //! a fixed time, whatever it found.
 
-use crate::args::Arg;
 use crate::hold_registry::{next_due, swap_dbs, watch};
-use crate::item_key::selected_db;
-use crate::server::context;
+use crate::server::context::{self, in_db};
+use crate::server::{now_ms, selected_db, Arg, ItemKey};
 use crate::stats;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
@@ -76,7 +75,7 @@ pub extern "C" fn on_keyspace_event(
         let context = Context::new(ctx);
         // SAFETY: Redis's key name, alive for the duration of the event.
         let name = unsafe { Arg::from_ptr(key) };
-        let mut item_key = crate::item_key::ItemKey::open_read(&context, &name);
+        let mut item_key = ItemKey::open_read(&context, &name);
         if let Ok(Some(item)) = item_key.item_mut() {
             item.distrust_outbox();
         }
@@ -95,8 +94,8 @@ pub extern "C" fn on_keyspace_event(
 fn follow_moved_items(ctx: &Context) {
     let moved = std::mem::take(&mut *moved());
     for (db, key) in moved {
-        crate::item_key::in_db(ctx, db, &key, |name| {
-            let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+        in_db(ctx, db, &key, |name| {
+            let item_key = ItemKey::open_read(ctx, name);
             if let Ok(Some(item)) = item_key.item() {
                 if let Some(deadline) = item.next_deadline() {
                     watch(item, db, name.as_bytes(), deadline);
@@ -169,7 +168,7 @@ fn sweep(ctx: &Context) -> bool {
     }
     let started = Instant::now();
     let budget = step_budget();
-    let now = crate::item_key::now_ms();
+    let now = now_ms();
     crate::slot_migration::forget_left(now);
     let mut swept = false;
     let mut more = true;
@@ -179,7 +178,7 @@ fn sweep(ctx: &Context) -> bool {
             break;
         };
         swept = true;
-        crate::item_key::in_db(ctx, db, &key, |name| {
+        in_db(ctx, db, &key, |name| {
             if crate::slot_migration::owned_here(name.as_bytes(), now) {
                 sweep_item(ctx, name, id, now, started, budget)
             } else {
@@ -227,7 +226,7 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
 
 /// Registers the item at `name` again, due at `at`, if it still has holds.
 fn retry_later(ctx: &Context, name: &Arg, at: i64) {
-    let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+    let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
         if item.next_deadline().is_some() {
             watch(item, selected_db(ctx), name.as_bytes(), at);
@@ -238,7 +237,7 @@ fn retry_later(ctx: &Context, name: &Arg, at: i64) {
 /// Registers the item at `name` again, due at its next deadline or at
 /// `retry`, whichever comes first.
 fn rewatch(ctx: &Context, name: &Arg, retry: i64) {
-    let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+    let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
         if let Some(deadline) = item.next_deadline() {
             watch(item, selected_db(ctx), name.as_bytes(), deadline.min(retry));

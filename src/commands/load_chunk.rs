@@ -2,13 +2,13 @@
 //! loading, what to do with items whose chunks stopped short.
 
 use super::*;
-use crate::args::Arg;
 use crate::hold_registry;
-use crate::item_key::{master_decided, selected_db, ItemKey};
 use crate::persistence;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::SaleItem;
-use crate::write::{publish, Effect, Published};
+use crate::server::context::in_db;
+use crate::server::{selected_db, Arg, ItemKey};
+use crate::write::{master_decided, publish, Effect, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::os::raw::c_int;
 
@@ -105,7 +105,7 @@ pub extern "C" fn on_loading_event(
         .unwrap_or(16);
     for db in 0..databases {
         for key in partly_loaded_keys(&context, db) {
-            crate::item_key::in_db(&context, db, &key, |name| {
+            in_db(&context, db, &key, |name| {
                 let mut item_key = ItemKey::open_read(&context, name);
                 let outcome = match item_key.item_mut() {
                     Ok(Some(item)) if item.is_partly_loaded() => {

@@ -1,8 +1,19 @@
 //! The server boundary: the part of the module that talks to the server's
 //! C API with raw pointers.
 //!
+//! The rest of the module reaches the server through the safe types and
+//! functions here, whose lifetimes say how long what the server lent stays
+//! valid: an [`Arg`] cannot outlive the call that passed it, an [`ItemKey`]
+//! or a [`StreamKey`] the context it was opened in, an [`OwnedString`] the
+//! context it was made in (and it frees itself).
+//!
 //! - `api`: the `redis_api!` look-up of one module API function;
-//! - [`context`]: context flags, whether replication should wait;
+//! - [`arg`], [`string`]: strings lent by the server, and made for it;
+//! - [`key`]: the sale item at a key, an order stream's key;
+//! - [`context`]: context flags, the clock, databases;
+//! - [`notify`]: keyspace events, WATCH signals, XADD replication;
+//! - [`acl`]: the server's ACL check of a command the module did not get;
+//! - [`reply`]: replies written piece by piece;
 //! - [`command_info`]: command docs, arity and key specs, handed to the
 //!   server at load;
 //! - [`data_type`]: the callbacks of the `seckill--` data type;
@@ -12,9 +23,21 @@
 #[macro_use]
 mod api;
 
+pub mod acl;
 #[cfg(not(test))]
 pub mod allocator;
+pub mod arg;
 pub mod command_info;
 pub mod context;
 pub mod data_type;
+pub mod key;
+pub mod notify;
 pub mod prefetch;
+pub mod reply;
+pub mod string;
+
+pub use arg::Arg;
+pub use context::{now_ms, selected_db};
+pub use key::{ItemKey, StreamKey, WrongType};
+pub use notify::signal_modified;
+pub use string::{OwnedString, Strings};
