@@ -1,4 +1,4 @@
-//! How the module reaches one function of the module API.
+//! How the rest of `server` reaches one function of the module API.
 
 /// A Redis module API function, or `None` if this server lacks it. The
 /// pointers are written once, by RedisModule_Init when the module loads.

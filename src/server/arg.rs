@@ -25,7 +25,7 @@ impl<'a> Arg<'a> {
     /// # Safety
     /// `string` must be a valid Redis string that stays alive, unchanged,
     /// for `'a`: every method reads through it.
-    pub(crate) unsafe fn from_ptr(string: *mut raw::RedisModuleString) -> Arg<'a> {
+    pub(super) unsafe fn from_ptr(string: *mut raw::RedisModuleString) -> Arg<'a> {
         Arg {
             string,
             _lent: PhantomData,
