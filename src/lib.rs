@@ -6,9 +6,9 @@
 //! the boundary with the server's C API (its keys, strings, events and
 //! callbacks), the only part that handles raw pointers.
 
-// A function the compiler cannot check is no licence: each operation in
-// it that the compiler cannot check still carries its own block, and every
-// block says why it is sound. Only `server` writes such blocks.
+// Inside a function marked as needing care, each operation the compiler
+// cannot check still carries its own block, and every block says why it
+// is sound. Only `server` writes such functions and blocks.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -59,7 +59,8 @@ impl CommandHandle<'_> {
     /// Hands `docs` to the server. False if the server refused them (it
     /// logs why).
     pub fn set_info(&self, docs: &Docs) -> bool {
-        // SAFETY: a command of this module, from its init.
+        // SAFETY: a command this module created; the server creates them
+        // only in the module's init, and the handle cannot outlive it.
         unsafe { set_command_info(self.command, docs) }
     }
 
