@@ -30,8 +30,6 @@ pub fn slot_is_moving(ctx: &Context, key: &[u8]) -> bool {
 
 /// True if this server runs in cluster mode.
 pub fn in_cluster(ctx: &Context) -> bool {
-    redis_api!(RedisModule_GetContextFlags).is_some_and(|flags| {
-        // SAFETY: the context is valid for the duration of the call.
-        (unsafe { flags(ctx.get_raw()) } as u32) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
-    })
+    crate::server::context::flags(ctx)
+        .is_some_and(|flags| flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0)
 }

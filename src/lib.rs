@@ -2,37 +2,26 @@
 //!
 //! Layout: `sale_item` holds the sale rules and knows nothing of Redis;
 //! `commands` parses, replies, replicates and notifies; `persistence` is the
-//! module data type and its callbacks; `item_key` reaches an item at a key;
-//! `args` reads a command's arguments in place.
+//! module data type; `write` is the one way an item is written; `server` is
+//! the boundary with the server's C API (its keys, strings, events and
+//! callbacks), the only part that handles raw pointers.
 
-// An unsafe fn is no licence: each unsafe operation in it still carries
-// its own block, and every block says why it is sound.
+// Inside a function marked as needing care, each operation the compiler
+// cannot check still carries its own block, and every block says why it
+// is sound. Only `server` writes such functions and blocks.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-/// A Redis module API function, or `None` if this server lacks it. The
-/// pointers are written once, by RedisModule_Init when the module loads.
-macro_rules! redis_api {
-    ($name:ident) => {
-        // SAFETY: written before any command runs, never written after.
-        unsafe { redis_module::raw::$name }
-    };
-}
-
-#[cfg(not(test))]
-mod allocator;
-mod args;
 mod call;
 mod cluster;
-mod command_info;
 mod commands;
 mod hash_slot;
 mod hold_registry;
-mod item_key;
 mod order_stream;
 mod persistence;
 mod rewrite;
 mod sale_item;
+mod server;
 mod server_events;
 mod settings;
 mod slot_migration;
@@ -40,19 +29,20 @@ mod stats;
 mod sweeper;
 mod write;
 
-use command_info::{Arg, Docs, KeyAt, KeySpec};
 use persistence::SALE_ITEM_TYPE;
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
+use server::command_info::{Arg, Docs, KeyAt, KeySpec};
+use server::registration::{self, InfoSection};
+use server::{entry_point, EntryPoint};
 use std::ffi::CStr;
-use std::os::raw::c_int;
 
 // Unit tests run without Redis, whose allocator is only there inside the
 // server.
 #[cfg(not(test))]
 macro_rules! allocator {
     () => {
-        crate::allocator::ModuleAlloc
+        crate::server::allocator::ModuleAlloc
     };
 }
 #[cfg(test)]
@@ -60,59 +50,6 @@ macro_rules! allocator {
     () => {
         std::alloc::System
     };
-}
-
-/// The C entry point Redis calls for one command: hands the handler the
-/// arguments in place and sends its reply.
-macro_rules! entry_point {
-    ($handler:path, $id:ident) => {{
-        extern "C" fn call(
-            ctx: *mut raw::RedisModuleCtx,
-            argv: *mut *mut raw::RedisModuleString,
-            argc: c_int,
-        ) -> c_int {
-            stats::CALLS[stats::CommandId::$id as usize].bump();
-            let context = Context::new(ctx);
-            // SAFETY: Redis passes `argc` strings that live for this call.
-            let args = unsafe { args::from_argv(argv, argc) };
-            context.reply($handler(&context, args)) as c_int
-        }
-        EntryPoint {
-            id: stats::CommandId::$id,
-            call,
-        }
-    }};
-    // A command flagged `getkeys-api`: the server may call it only to learn
-    // which arguments are keys (ACL checks, cluster routing), with no client
-    // to reply to and nothing to count.
-    ($handler:path, $id:ident, keys: $keys:path) => {{
-        extern "C" fn call(
-            ctx: *mut raw::RedisModuleCtx,
-            argv: *mut *mut raw::RedisModuleString,
-            argc: c_int,
-        ) -> c_int {
-            let context = Context::new(ctx);
-            // SAFETY: Redis passes `argc` strings that live for this call.
-            let args = unsafe { args::from_argv(argv, argc) };
-            if context.is_keys_position_request() {
-                $keys(&context, args);
-                return raw::REDISMODULE_OK as c_int;
-            }
-            stats::CALLS[stats::CommandId::$id as usize].bump();
-            context.reply($handler(&context, args)) as c_int
-        }
-        EntryPoint {
-            id: stats::CommandId::$id,
-            call,
-        }
-    }};
-}
-
-/// A command's C entry point, and the id its calls are counted under.
-#[derive(Clone, Copy)]
-struct EntryPoint {
-    id: stats::CommandId,
-    call: extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int,
 }
 
 /// One command: its name, entry point, flags and documentation.
@@ -159,18 +96,14 @@ const fn order_stream_key(at: KeyAt) -> KeySpec {
 
 /// Where SECKILL.STREAM's keys are, for a server that asks: the item, and
 /// the stream when one is given, flagged as their key specs are.
-fn stream_keys(ctx: &Context, args: &[args::Arg]) {
-    let Some(key_at) = redis_api!(RedisModule_KeyAtPosWithFlags) else {
-        return;
-    };
-    let positions: &[(c_int, u32)] = match args.len() {
+fn stream_keys(ctx: &Context, args: &[server::Arg]) {
+    let positions: &[(usize, u32)] = match args.len() {
         0 | 1 => &[],
         2 => &[(1, UPDATES)],
         _ => &[(1, UPDATES), (2, ORDER_STREAM_FLAGS)],
     };
     for &(position, flags) in positions {
-        // SAFETY: a keys-position request context and an index below argc.
-        unsafe { key_at(ctx.get_raw(), position, flags as c_int) };
+        server::entry::declare_key(ctx, args, position, flags);
     }
 }
 
@@ -452,14 +385,11 @@ const _: () = {
 /// commands (Redis 7.2 and later, Valkey). On 7.0 the API is missing and
 /// module commands belong to no category: ACL rules must name them.
 fn set_acl_categories(
+    command: &registration::CommandHandle,
     ctx: &Context,
-    command: *mut raw::RedisModuleCommand,
     name: &CStr,
     flags: &CStr,
 ) {
-    let Some(set_categories) = redis_api!(RedisModule_SetCommandACLCategories) else {
-        return;
-    };
     let flags = flags.to_bytes();
     let has = |flag: &[u8]| flags.split(|b| *b == b' ').any(|word| word == flag);
     let categories = match (has(b"write"), has(b"fast")) {
@@ -468,21 +398,14 @@ fn set_acl_categories(
         (false, true) => c"read fast",
         (false, false) => c"read",
     };
-    // SAFETY: a command this module just created.
-    if unsafe { set_categories(command, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+    if command.set_acl_categories(categories) == Some(false) {
         ctx.log_warning(&format!("seckill: cannot set ACL categories of {name:?}"));
     }
 }
 
 /// `INFO seckill`: the module-wide counters of `stats`, as one section
 /// named after the module, each field prefixed `seckill_` by the server.
-extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
-    let (Some(add_section), Some(add_field)) = (
-        redis_api!(RedisModule_InfoAddSection),
-        redis_api!(RedisModule_InfoAddFieldULongLong),
-    ) else {
-        return;
-    };
+fn info_section(section: &mut InfoSection, for_crash_report: bool) {
     let names: Vec<&str> = COMMANDS
         .iter()
         .map(|command| {
@@ -490,18 +413,9 @@ extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: 
             name.strip_prefix("seckill.").unwrap_or(name)
         })
         .collect();
-    // SAFETY: the context is the server's for this callback; the section
-    // name is empty (the module's name) and the field names NUL-free.
-    unsafe {
-        if add_section(ctx, c"".as_ptr()) != raw::REDISMODULE_OK as c_int {
-            return; // another section was asked for
-        }
-        let items_with_holds = hold_registry::items_watched(for_crash_report == 0);
-        for (name, value) in stats::fields(&names, items_with_holds) {
-            if let Ok(name) = std::ffi::CString::new(name) {
-                add_field(ctx, name.as_ptr(), value as _);
-            }
-        }
+    let items_with_holds = hold_registry::items_watched(!for_crash_report);
+    for (name, value) in stats::fields(&names, items_with_holds) {
+        section.add_field(&name, value);
     }
 }
 
@@ -510,38 +424,22 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("seckill: {problem}"));
         return Status::Err;
     }
-    let Some(create_command) = redis_api!(RedisModule_CreateCommand) else {
+    if !registration::can_create_commands() {
         return Status::Err;
-    };
-    let Some(get_command) = redis_api!(RedisModule_GetCommand) else {
-        return Status::Err;
-    };
+    }
     for command in &COMMANDS {
         let name = command.name;
-        // SAFETY: static NUL-terminated strings and a matching entry point.
-        let created = unsafe {
-            create_command(
-                ctx.ctx,
-                name.as_ptr(),
-                Some(command.entry_point.call),
-                command.flags.as_ptr(),
-                1,
-                1,
-                1,
-            )
-        };
-        // SAFETY: the command was just created under this static name.
-        let handle = unsafe { get_command(ctx.ctx, name.as_ptr()) };
-        if created != raw::REDISMODULE_OK as c_int || handle.is_null() {
+        let Some(handle) =
+            registration::create_command(ctx, name, command.entry_point, command.flags)
+        else {
             ctx.log_warning(&format!("seckill: cannot create command {name:?}"));
             return Status::Err;
-        }
-        // SAFETY: a command of this module, from its init.
-        if !unsafe { command_info::set_command_info(handle, &command.docs) } {
+        };
+        if !handle.set_info(&command.docs) {
             ctx.log_warning(&format!("seckill: the server refused the docs of {name:?}"));
             return Status::Err;
         }
-        set_acl_categories(ctx, handle, name, command.flags);
+        set_acl_categories(&handle, ctx, name, command.flags);
     }
     // Loaders report short reads instead of making Redis abort, which is
     // also what lets a replica load a full sync without a temporary file.
@@ -553,19 +451,14 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
     // not abort a WATCH when nothing changed.
     // On Valkey 9, slots of this node can move with CLUSTER MIGRATESLOTS
     // (see `slot_migration`); elsewhere that option is 0.
-    if let Some(set_options) = redis_api!(RedisModule_SetModuleOptions) {
+    if server::context::can_set_module_options() {
         let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
             | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD
             | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
-        let options = options as c_int | slot_migration::enable(ctx);
-        // SAFETY: called from the module's init with its own context.
-        unsafe { set_options(ctx.ctx, options) };
+        let options = options as std::os::raw::c_int | slot_migration::enable(ctx);
+        server::context::set_module_options(ctx, options);
     }
-    if let Some(register_info) = redis_api!(RedisModule_RegisterInfoFunc) {
-        // SAFETY: a callback with the RedisModuleInfoFunc signature; it
-        // replaces the crate's default one.
-        unsafe { register_info(ctx.ctx, Some(info_section)) };
-    }
+    registration::register_info(ctx);
     server_events::subscribe(ctx);
     server_events::warn_if_items_can_be_evicted(ctx);
     sweeper::start(ctx);

@@ -2,10 +2,9 @@
 //! databases (for the sweep's registry), loading (for items cut short),
 //! and configuration changes (for the eviction warning).
 
-use crate::{call, commands, sweeper};
-use redis_module::{raw, Context};
-use std::ffi::CStr;
-use std::os::raw::c_int;
+use crate::call;
+use crate::server::events;
+use redis_module::Context;
 
 /// True on Valkey, which names itself in `INFO server`.
 pub fn is_valkey(ctx: &Context) -> bool {
@@ -22,40 +21,13 @@ pub fn is_valkey(ctx: &Context) -> bool {
 /// replicas diverge. There the sweep cannot follow a renamed or moved item:
 /// its lapsed holds are released by its next write instead.
 pub fn subscribe(ctx: &Context) {
-    let keyspace = redis_api!(RedisModule_SubscribeToKeyspaceEvents).filter(|_| !is_valkey(ctx));
-    if let Some(subscribe) = keyspace {
-        // SAFETY: a callback with the RedisModuleNotificationFunc signature.
-        let status = unsafe {
-            subscribe(
-                ctx.ctx,
-                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
-                Some(sweeper::on_keyspace_event),
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            ctx.log_warning("seckill: cannot follow renamed or moved items");
-        }
+    if events::can_follow_keyspace_events()
+        && !is_valkey(ctx)
+        && !events::follow_keyspace_events(ctx)
+    {
+        ctx.log_warning("seckill: cannot follow renamed or moved items");
     }
-    if let Some(subscribe) = redis_api!(RedisModule_SubscribeToServerEvent) {
-        let swap_db = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_SWAPDB,
-            dataver: 1,
-        };
-        let loading = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_LOADING,
-            dataver: 1,
-        };
-        let config = raw::RedisModuleEvent {
-            id: raw::REDISMODULE_EVENT_CONFIG,
-            dataver: 1,
-        };
-        // SAFETY: callbacks with the RedisModuleEventCallback signature.
-        unsafe {
-            subscribe(ctx.ctx, swap_db, Some(sweeper::on_swap_db));
-            subscribe(ctx.ctx, loading, Some(commands::on_loading_event));
-            subscribe(ctx.ctx, config, Some(on_config_change));
-        }
-    }
+    events::follow_server_events(ctx);
 }
 
 /// An evicted item loses its ledger: its limits and request ids reset when
@@ -87,24 +59,9 @@ pub fn warn_if_items_can_be_evicted(ctx: &Context) {
 }
 
 /// CONFIG SET, as a server event: warns again when the eviction policy
-/// changes to one that can evict items.
-extern "C" fn on_config_change(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut std::os::raw::c_void,
-) {
-    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE || data.is_null() {
-        return;
-    }
-    // SAFETY: Redis passes a RedisModuleConfigChange for this event, with
-    // `num_changes` NUL-terminated names that live for the callback.
-    let change = unsafe { &*data.cast::<raw::RedisModuleConfigChange>() };
-    let mut names = (0..change.num_changes as usize).map(|index| {
-        // SAFETY: `index` is below `num_changes` (see above).
-        unsafe { CStr::from_ptr(*change.config_names.add(index)) }
-    });
-    if names.any(|name| name.to_bytes() == b"maxmemory-policy") {
-        warn_if_items_can_be_evicted(&Context::new(ctx));
+/// changes to one that can evict items. `names` are the parameters set.
+pub fn on_config_change(ctx: &Context, names: &[&[u8]]) {
+    if names.iter().any(|name| *name == b"maxmemory-policy") {
+        warn_if_items_can_be_evicted(ctx);
     }
 }

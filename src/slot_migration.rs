@@ -24,8 +24,9 @@
 
 use crate::hash_slot::key_slot;
 use crate::hold_registry;
+use crate::server::{context, events};
 use redis_module::{raw, Context};
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
@@ -34,30 +35,13 @@ const OPTION_HANDLES_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
 /// `VALKEYMODULE_CTX_FLAGS_SLOT_IMPORT_CLIENT`: the command comes from the
 /// connection a slot migration's source streams its slots over.
 const CTX_FLAG_SLOT_IMPORT_CLIENT: u32 = 1 << 25;
-/// `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION` and its subevents.
-const EVENT_ATOMIC_SLOT_MIGRATION: u64 = 19;
+/// The subevents of `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION`.
 const IMPORT_STARTED: u64 = 0;
 const EXPORT_STARTED: u64 = 1;
 const IMPORT_ABORTED: u64 = 2;
 const EXPORT_ABORTED: u64 = 3;
 const IMPORT_COMPLETED: u64 = 4;
 const EXPORT_COMPLETED: u64 = 5;
-
-/// `ValkeyModuleSlotRange`: both ends included.
-#[repr(C)]
-struct SlotRange {
-    start_slot: c_int,
-    end_slot: c_int,
-}
-
-/// `ValkeyModuleAtomicSlotMigrationInfoV1`, the event's data.
-#[repr(C)]
-struct MigrationInfoV1 {
-    version: u64,
-    job_name: [c_char; 41],
-    slot_ranges: *const SlotRange,
-    num_slot_ranges: u32,
-}
 
 /// The context flags that make a command a decision made elsewhere: the
 /// master's stream (REPLICATED), the AOF (LOADING), and on Valkey 9 the
@@ -70,9 +54,9 @@ pub fn decided_flags() -> u32 {
 }
 
 /// A migration's name, as the server gives it.
-type JobName = [u8; 40];
+pub type JobName = [u8; 40];
 /// Slot ranges, both ends included.
-type SlotRanges = Vec<(u16, u16)>;
+pub type SlotRanges = Vec<(u16, u16)>;
 
 /// Slots whose keys are here but not this node's to decide for.
 struct Foreign {
@@ -137,10 +121,9 @@ pub fn forget_left(now: i64) {
 /// True if the server can migrate slots atomically and tells the module
 /// all it needs for it: only then does the module declare support.
 fn server_supports(ctx: &Context) -> bool {
-    let (Some(options_all), Some(flags_all)) = (
-        redis_api!(RedisModule_GetModuleOptionsAll),
-        redis_api!(RedisModule_GetContextFlagsAll),
-    ) else {
+    let (Some(options_all), Some(flags_all)) =
+        (context::module_options_all(), context::flags_all())
+    else {
         return false;
     };
     // Redis numbers its own options, flags and events independently of
@@ -148,13 +131,10 @@ fn server_supports(ctx: &Context) -> bool {
     if !crate::server_events::is_valkey(ctx) {
         return false;
     }
-    // SAFETY: plain queries of the server's capabilities. (Whether it has
-    // the event is known only by subscribing: Valkey 9.1's
+    // (Whether it has the event is known only by subscribing: Valkey 9.1's
     // IsSubEventSupported does not list it.)
-    unsafe {
-        options_all() & OPTION_HANDLES_ATOMIC_SLOT_MIGRATION != 0
-            && flags_all() as u32 & CTX_FLAG_SLOT_IMPORT_CLIENT != 0
-    }
+    options_all & OPTION_HANDLES_ATOMIC_SLOT_MIGRATION != 0
+        && flags_all & CTX_FLAG_SLOT_IMPORT_CLIENT != 0
 }
 
 /// At load: on a server with atomic slot migration, listens to its event,
@@ -164,15 +144,7 @@ pub fn enable(ctx: &Context) -> c_int {
     if !server_supports(ctx) {
         return 0;
     }
-    let Some(subscribe) = redis_api!(RedisModule_SubscribeToServerEvent) else {
-        return 0;
-    };
-    let event = raw::RedisModuleEvent {
-        id: EVENT_ATOMIC_SLOT_MIGRATION,
-        dataver: 1,
-    };
-    // SAFETY: a callback with the RedisModuleEventCallback signature.
-    if unsafe { subscribe(ctx.ctx, event, Some(on_event)) } != raw::REDISMODULE_OK as c_int {
+    if !events::follow_slot_migrations(ctx) {
         ctx.log_warning("seckill: cannot follow atomic slot migrations; they stay refused");
         return 0;
     }
@@ -180,51 +152,10 @@ pub fn enable(ctx: &Context) -> c_int {
     OPTION_HANDLES_ATOMIC_SLOT_MIGRATION
 }
 
-/// The job name and slot ranges the event names.
-///
-/// # Safety
-/// `data` is the server's `ValkeyModuleAtomicSlotMigrationInfoV1`.
-unsafe fn read_info(data: *const c_void) -> Option<(JobName, SlotRanges)> {
-    if data.is_null() {
-        return None;
-    }
-    // SAFETY: as the caller promises, and checked non-null above.
-    let info = unsafe { &*data.cast::<MigrationInfoV1>() };
-    if info.version < 1 {
-        return None;
-    }
-    let mut job: JobName = [0; 40];
-    for (byte, c) in job.iter_mut().zip(info.job_name.iter()) {
-        *byte = *c as u8;
-    }
-    let ranges = if info.slot_ranges.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: the server's array of `num_slot_ranges` ranges.
-        unsafe { std::slice::from_raw_parts(info.slot_ranges, info.num_slot_ranges as usize) }
-            .iter()
-            .filter_map(|range| {
-                let start = u16::try_from(range.start_slot).ok()?;
-                let end = u16::try_from(range.end_slot).ok()?;
-                Some((start, end))
-            })
-            .collect()
-    };
-    Some((job, ranges))
-}
-
-/// The atomic slot migration server event.
-extern "C" fn on_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    // SAFETY: the server passes its migration info with this event.
-    let Some((job, ranges)) = (unsafe { read_info(data) }) else {
-        return;
-    };
-    let now = crate::item_key::now_ms();
+/// The atomic slot migration server event: the migration `job` of the
+/// slot `ranges` (both ends included) reached `subevent`.
+pub fn on_event(ctx: &Context, subevent: u64, job: JobName, ranges: SlotRanges) {
+    let now = crate::server::now_ms();
     let in_ranges = |key: &[u8]| {
         let slot = key_slot(key);
         ranges
@@ -273,7 +204,7 @@ extern "C" fn on_event(
         .iter()
         .map(|(start, end)| format!("{start}-{end}"))
         .collect();
-    Context::new(ctx).log_notice(&format!(
+    ctx.log_notice(&format!(
         "seckill: slot migration {} {what} (slots {})",
         String::from_utf8_lossy(&job),
         slots.join(" ")

@@ -9,13 +9,12 @@
 //! following items that keyspace events move. Each timer step stops after
 //! a fixed time, whatever it found.
 
-use crate::args::Arg;
 use crate::hold_registry::{next_due, swap_dbs, watch};
-use crate::item_key::selected_db;
+use crate::server::context::{self, call_later, in_db};
+use crate::server::{now_ms, selected_db, Arg, ItemKey};
 use crate::stats;
 use redis_module::{raw, Context};
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -60,42 +59,28 @@ fn moved() -> std::sync::MutexGuard<'static, Vec<(c_int, Vec<u8>)>> {
 /// Redis warns modules against. (A copy registers itself, in `copy2`.)
 /// RESTORE's event is the exception: its item must be marked before any
 /// later command can use it, and marking it writes nothing to the server.
-pub extern "C" fn on_keyspace_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _kind: c_int,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    // SAFETY: Redis passes a NUL-terminated event name.
-    let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+pub fn on_keyspace_event(ctx: &Context, event: &[u8], name: &Arg) {
     if event == b"restore" {
         // The item just restored names an order stream nobody vouched for.
         // `rdb_load` marks it so already, except when the AOF replays a
         // RESTORE, which it cannot tell from loading a snapshot.
-        let context = Context::new(ctx);
-        // SAFETY: Redis's key name, alive for the duration of the event.
-        let name = unsafe { Arg::from_ptr(key) };
-        let mut item_key = crate::item_key::ItemKey::open_read(&context, &name);
+        let mut item_key = ItemKey::open_read(ctx, name);
         if let Ok(Some(item)) = item_key.item_mut() {
             item.distrust_outbox();
         }
     }
     if matches!(event, b"rename_to" | b"move_to") {
-        let context = Context::new(ctx);
-        // SAFETY: Redis's key name, alive for the duration of the event.
-        let name = unsafe { Arg::from_ptr(key) };
-        let db = selected_db(&context);
+        let db = selected_db(ctx);
         moved().push((db, name.as_bytes().to_vec()));
     }
-    raw::REDISMODULE_OK as c_int
 }
 
 /// Registers the items the keyspace events since the last step moved.
 fn follow_moved_items(ctx: &Context) {
     let moved = std::mem::take(&mut *moved());
     for (db, key) in moved {
-        crate::item_key::in_db(ctx, db, &key, |name| {
-            let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+        in_db(ctx, db, &key, |name| {
+            let item_key = ItemKey::open_read(ctx, name);
             if let Ok(Some(item)) = item_key.item() {
                 if let Some(deadline) = item.next_deadline() {
                     watch(item, db, name.as_bytes(), deadline);
@@ -106,18 +91,7 @@ fn follow_moved_items(ctx: &Context) {
 }
 
 /// SWAPDB, as a server event.
-pub extern "C" fn on_swap_db(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
-    data: *mut c_void,
-) {
-    if data.is_null() {
-        return;
-    }
-    // SAFETY: Redis passes a RedisModuleSwapDbInfo with a SWAPDB event.
-    let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-    let (first, second) = (info.dbnum_first, info.dbnum_second);
+pub fn on_swap_db(first: c_int, second: c_int) {
     swap_dbs(first, second);
     // Keys noted by an event earlier in the same command batch live in
     // the other database now, too.
@@ -132,20 +106,12 @@ pub extern "C" fn on_swap_db(
 
 /// Starts the sweep; called once when the module loads.
 pub fn start(ctx: &Context) {
-    arm(ctx.get_raw(), interval_ms());
+    call_later(ctx, interval_ms(), tick);
 }
 
-fn arm(ctx: *mut raw::RedisModuleCtx, delay_ms: i64) {
-    if let Some(create_timer) = redis_api!(RedisModule_CreateTimer) {
-        // SAFETY: `tick` matches RedisModuleTimerProc and takes no data.
-        unsafe { create_timer(ctx, delay_ms, Some(tick), std::ptr::null_mut()) };
-    }
-}
-
-extern "C" fn tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
-    let context = Context::new(ctx);
-    let more = sweep(&context);
-    arm(ctx, if more { 0 } else { interval_ms() });
+fn tick(ctx: &Context) {
+    let more = sweep(ctx);
+    call_later(ctx, if more { 0 } else { interval_ms() }, tick);
 }
 
 /// A replica waits for its master's releases; a loading server has none to
@@ -154,11 +120,8 @@ extern "C" fn tick(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
 /// Redis's own key expiry does.
 fn decides_releases(ctx: &Context) -> bool {
     let waits = raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING;
-    // SAFETY: the context is valid for the duration of the call.
-    let decides = redis_api!(RedisModule_GetContextFlags)
-        .is_some_and(|flags| unsafe { flags(ctx.get_raw()) } as u32 & waits == 0);
-    // SAFETY: takes no arguments.
-    let paused = redis_api!(RedisModule_AvoidReplicaTraffic).is_some_and(|f| unsafe { f() } != 0);
+    let decides = context::flags(ctx).is_some_and(|flags| flags & waits == 0);
+    let paused = context::avoid_replica_traffic();
     decides && !paused
 }
 
@@ -171,7 +134,7 @@ fn sweep(ctx: &Context) -> bool {
     }
     let started = Instant::now();
     let budget = step_budget();
-    let now = crate::item_key::now_ms();
+    let now = now_ms();
     crate::slot_migration::forget_left(now);
     let mut swept = false;
     let mut more = true;
@@ -181,7 +144,7 @@ fn sweep(ctx: &Context) -> bool {
             break;
         };
         swept = true;
-        crate::item_key::in_db(ctx, db, &key, |name| {
+        in_db(ctx, db, &key, |name| {
             if crate::slot_migration::owned_here(name.as_bytes(), now) {
                 sweep_item(ctx, name, id, now, started, budget)
             } else {
@@ -229,7 +192,7 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
 
 /// Registers the item at `name` again, due at `at`, if it still has holds.
 fn retry_later(ctx: &Context, name: &Arg, at: i64) {
-    let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+    let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
         if item.next_deadline().is_some() {
             watch(item, selected_db(ctx), name.as_bytes(), at);
@@ -240,7 +203,7 @@ fn retry_later(ctx: &Context, name: &Arg, at: i64) {
 /// Registers the item at `name` again, due at its next deadline or at
 /// `retry`, whichever comes first.
 fn rewatch(ctx: &Context, name: &Arg, retry: i64) {
-    let item_key = crate::item_key::ItemKey::open_read(ctx, name);
+    let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
         if let Some(deadline) = item.next_deadline() {
             watch(item, selected_db(ctx), name.as_bytes(), deadline.min(retry));

@@ -14,12 +14,12 @@
 //! changes nothing, fires nothing and leaves WATCH alone, and a sale and its
 //! order event happen together or not at all.
 
-use crate::args::Arg;
 use crate::hold_registry;
-use crate::item_key::{master_decided, now_ms, selected_db, signal_modified, ItemKey};
 use crate::order_stream::{self, OrderStream};
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, HoldRef, LapseMoment, Outbox, SaleItem};
+use crate::server::notify::notify_keyspace_event;
+use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
@@ -266,18 +266,16 @@ pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
 }
 
 fn notify(ctx: &Context, key: &Arg, event: &CStr) {
-    // The crate's wrapper builds a CString per call; events are static here.
-    if let Some(notify) = redis_api!(RedisModule_NotifyKeyspaceEvent) {
-        // SAFETY: `event` is NUL-terminated and `key` lives for the command.
-        unsafe {
-            notify(
-                ctx.get_raw(),
-                NotifyEvent::MODULE.bits(),
-                event.as_ptr(),
-                key.as_ptr(),
-            )
-        };
-    }
+    notify_keyspace_event(ctx, NotifyEvent::MODULE, event, key);
+}
+
+/// True while this server applies decisions its master made: commands from
+/// the master on a replica, commands replayed from the AOF at startup, and
+/// on Valkey 9 what a slot migration's source streams to this node (its
+/// snapshot and its writes since, decided by the node that owns the slot).
+pub fn master_decided(ctx: &Context) -> bool {
+    let decided = crate::slot_migration::decided_flags();
+    crate::server::context::flags(ctx).is_some_and(|flags| flags & decided != 0)
 }
 
 /// A repeated call (a replayed request id, a hold confirmed or refunded

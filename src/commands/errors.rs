@@ -2,8 +2,8 @@
 //! them verbatim, so each starts with its code; where Redis itself has
 //! wording for the same fault, it is reused.
 
-use crate::item_key::WrongType;
 use crate::sale_item::ItemError;
+use crate::server::WrongType;
 use redis_module::RedisError;
 
 pub(super) const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";

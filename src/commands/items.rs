@@ -3,13 +3,12 @@
 
 use super::transfers::receive_transfer;
 use super::*;
-use crate::args::Arg;
 use crate::hash_slot::key_slot;
-use crate::item_key::{master_decided, now_ms, ItemKey};
 use crate::order_stream;
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Outbox, SaleItem, Stock, Verdict, Window, UNLIMITED_STOCK};
-use crate::write::{publish, write_item, Effect, Judgement, Published};
+use crate::server::{now_ms, Arg, ItemKey};
+use crate::write::{master_decided, publish, write_item, Effect, Judgement, Published};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// When an INIT-created item expires.

@@ -2,13 +2,13 @@
 //! loading, what to do with items whose chunks stopped short.
 
 use super::*;
-use crate::args::Arg;
 use crate::hold_registry;
-use crate::item_key::{master_decided, selected_db, ItemKey};
 use crate::persistence;
 use crate::sale_item::codec::{is_header, DecodeError};
 use crate::sale_item::SaleItem;
-use crate::write::{publish, Effect, Published};
+use crate::server::context::{in_db, scan_db};
+use crate::server::{selected_db, Arg, ItemKey};
+use crate::write::{master_decided, publish, Effect, Published};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::os::raw::c_int;
 
@@ -88,25 +88,19 @@ fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
 /// off): each keeps the records that came if they agree with its counters,
 /// and is dropped otherwise. They are found by scanning every database, as
 /// they may have been renamed, moved, copied or swapped since their header.
-pub extern "C" fn on_loading_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    _data: *mut std::os::raw::c_void,
-) {
+pub fn on_loading_event(ctx: &Context, subevent: u64) {
     let ended = subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED
         || subevent == raw::REDISMODULE_SUBEVENT_LOADING_FAILED;
     if !ended || persistence::partly_loaded_items() == 0 {
         return;
     }
-    let context = Context::new(ctx);
-    let databases = crate::call::field(&context, "CONFIG", &[b"GET", b"databases"], "databases")
+    let databases = crate::call::field(ctx, "CONFIG", &[b"GET", b"databases"], "databases")
         .and_then(|count| count.parse::<c_int>().ok())
         .unwrap_or(16);
     for db in 0..databases {
-        for key in partly_loaded_keys(&context, db) {
-            crate::item_key::in_db(&context, db, &key, |name| {
-                let mut item_key = ItemKey::open_read(&context, name);
+        for key in partly_loaded_keys(ctx, db) {
+            in_db(ctx, db, &key, |name| {
+                let mut item_key = ItemKey::open_read(ctx, name);
                 let outcome = match item_key.item_mut() {
                     Ok(Some(item)) if item.is_partly_loaded() => {
                         persistence::uncount_partly_loaded();
@@ -116,7 +110,7 @@ pub extern "C" fn on_loading_event(
                 };
                 drop(item_key);
                 if let Err(DecodeError(reason)) = outcome {
-                    discard_item(&context, name, reason);
+                    discard_item(ctx, name, reason);
                 }
             });
         }
@@ -125,48 +119,14 @@ pub extern "C" fn on_loading_event(
 
 /// The keys of database `db` holding partly loaded items.
 fn partly_loaded_keys(ctx: &Context, db: c_int) -> Vec<Vec<u8>> {
-    let (Some(select_db), Some(cursor_create), Some(scan), Some(cursor_destroy)) = (
-        redis_api!(RedisModule_SelectDb),
-        redis_api!(RedisModule_ScanCursorCreate),
-        redis_api!(RedisModule_Scan),
-        redis_api!(RedisModule_ScanCursorDestroy),
-    ) else {
-        return Vec::new();
-    };
-    unsafe extern "C" fn collect(
-        ctx: *mut raw::RedisModuleCtx,
-        key_name: *mut raw::RedisModuleString,
-        _key: *mut raw::RedisModuleKey,
-        found: *mut std::os::raw::c_void,
-    ) {
-        // SAFETY: `found` is the Vec passed to RedisModule_Scan below.
-        let found = unsafe { &mut *found.cast::<Vec<Vec<u8>>>() };
-        let context = Context::new(ctx);
-        // SAFETY: the scanned key's name, alive for this callback.
-        let name = unsafe { Arg::from_ptr(key_name) };
-        let key = ItemKey::open_read(&context, &name);
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    scan_db(ctx, db, |context, name| {
+        let key = ItemKey::open_read(context, name);
         if let Ok(Some(item)) = key.item() {
             if item.is_partly_loaded() {
                 found.push(name.as_bytes().to_vec());
             }
         }
-    }
-    let mut found: Vec<Vec<u8>> = Vec::new();
-    // SAFETY: the event context may select any database; the cursor is
-    // destroyed below and `found` outlives the scan.
-    unsafe {
-        if select_db(ctx.get_raw(), db) != raw::REDISMODULE_OK as c_int {
-            return found;
-        }
-        let cursor = cursor_create();
-        while scan(
-            ctx.get_raw(),
-            cursor,
-            Some(collect),
-            (&mut found as *mut Vec<Vec<u8>>).cast(),
-        ) != 0
-        {}
-        cursor_destroy(cursor);
-    }
+    });
     found
 }

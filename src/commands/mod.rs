@@ -17,13 +17,11 @@ pub use reads::{bought, get, holds, info};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};
 
-use crate::args::Arg;
-use crate::item_key::{master_decided, now_ms};
 use crate::sale_item::{Change, LapseMoment, SaleItem, MAX_ID_LEN};
-use crate::write::{Decision, Effect, Judging};
-use redis_module::{raw, Context, RedisError};
+use crate::server::{now_ms, Arg};
+use crate::write::{master_decided, Decision, Effect, Judging};
+use redis_module::{Context, RedisError};
 use std::ffi::CStr;
-use std::os::raw::c_char;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 // Replies of DEDUCT, ADD and REFUND that are not a stock figure. The
@@ -129,8 +127,4 @@ fn stats_now(item: &SaleItem) -> crate::sale_item::ItemStats {
         Some(_) => item.stats_at(now_ms()),
         None => item.stats(),
     }
-}
-
-fn reply_with_bytes(ctx: &Context, bytes: &[u8]) {
-    raw::reply_with_string_buffer(ctx.get_raw(), bytes.as_ptr().cast::<c_char>(), bytes.len());
 }

@@ -1,10 +1,8 @@
 //! Read-only commands: GET, BOUGHT, HOLDS, INFO.
 
 use super::*;
-use crate::args::Arg;
-use crate::item_key::{now_ms, ItemKey};
-use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
-use std::os::raw::c_long;
+use crate::server::{now_ms, reply, Arg, ItemKey};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// SECKILL.HOLDS key [user]: pending holds, earliest deadline first, each
 /// as [request_id, user, qty, deadline].
@@ -98,20 +96,20 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.
-    raw::reply_with_map(ctx.get_raw(), fields.len() as c_long + 5);
+    reply::map(ctx, fields.len() + 5);
     for (field, value) in fields {
-        reply_with_bytes(ctx, field.as_bytes());
-        raw::reply_with_long_long(ctx.get_raw(), value);
+        reply::bytes(ctx, field.as_bytes());
+        reply::integer(ctx, value);
     }
-    reply_with_bytes(ctx, b"stream");
+    reply::bytes(ctx, b"stream");
     match item.outbox() {
-        Some(outbox) => reply_with_bytes(ctx, &outbox.stream),
+        Some(outbox) => reply::bytes(ctx, &outbox.stream),
         None => {
-            raw::reply_with_null(ctx.get_raw());
+            reply::null(ctx);
         }
     }
-    reply_with_bytes(ctx, b"stream_maxlen");
-    raw::reply_with_long_long(ctx.get_raw(), item.outbox().map_or(0, |o| o.maxlen));
+    reply::bytes(ctx, b"stream_maxlen");
+    reply::integer(ctx, item.outbox().map_or(0, |o| o.maxlen));
     // After the older fields, so that clients reading by position still
     // find those where they were.
     let stream_confirmed = item.outbox().is_some_and(|outbox| outbox.confirmed);
@@ -120,8 +118,8 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
         ("moved_in", stats.moved_in),
         ("stream_confirmed", i64::from(stream_confirmed)),
     ] {
-        reply_with_bytes(ctx, field.as_bytes());
-        raw::reply_with_long_long(ctx.get_raw(), value);
+        reply::bytes(ctx, field.as_bytes());
+        reply::integer(ctx, value);
     }
     Ok(RedisValue::NoReply)
 }

@@ -1,12 +1,13 @@
 //! Sales and holds: DEDUCT, CONFIRM, RELEASE, REFUND.
 
 use super::*;
-use crate::args::Arg;
-use crate::item_key::{master_decided, now_ms};
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
+use crate::server::{now_ms, Arg};
 use crate::stats;
-use crate::write::{fence_repeat, write_item, Decision, Effect, Judgement, Judging};
+use crate::write::{
+    fence_repeat, master_decided, write_item, Decision, Effect, Judgement, Judging,
+};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// How long a hold lasts, as DEDUCT was given it.

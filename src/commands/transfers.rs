@@ -2,11 +2,10 @@
 //! (receiving), SETTLE, TRANSFERS.
 
 use super::*;
-use crate::args::Arg;
-use crate::item_key::{master_decided, ItemKey};
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
-use crate::write::{write_item, Decision, Effect, Judgement};
+use crate::server::{Arg, ItemKey};
+use crate::write::{master_decided, write_item, Decision, Effect, Judgement};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part

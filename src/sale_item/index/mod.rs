@@ -28,6 +28,7 @@
 //! for 5–11 ms at 3 and 6 million buyers.
 
 use super::radix::{bits_below, sort_by_key};
+pub use crate::server::prefetch::prefetch;
 
 /// Fewest slots a table has.
 const MIN_SLOTS: usize = 8;
@@ -42,23 +43,6 @@ const SEGMENT_SLOTS: usize = if cfg!(test) { 64 } else { 4096 };
 /// plus those inserts) needs to grow in turn; meanwhile both tables take
 /// memory, so the move is kept short. 64 slots are 512 bytes read in order.
 const SLOTS_MOVED_PER_INSERT: usize = 64;
-
-/// Asks the CPU to start loading the cache line of `value`, so that a
-/// lookup coming shortly after finds it there. Loaders and full passes over
-/// an item issue these a few records ahead: each record's lookup is a cache
-/// miss, and misses awaited together cost about one.
-#[inline]
-pub fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint that never faults and reads nothing
-    // into the program, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
 
 /// The tag stored for `hash`: never 0, which marks an empty slot.
 pub fn tag_of(hash: u64) -> u32 {

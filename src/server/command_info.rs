@@ -235,7 +235,7 @@ fn c_key_specs(keys: &[KeySpec]) -> Vec<raw::RedisModuleCommandKeySpec> {
 /// # Safety
 /// `command` must be a command this module created, and the call must be
 /// made from the module's init.
-pub unsafe fn set_command_info(command: *mut raw::RedisModuleCommand, docs: &Docs) -> bool {
+pub(super) unsafe fn set_command_info(command: *mut raw::RedisModuleCommand, docs: &Docs) -> bool {
     let Some(set_info) = redis_api!(RedisModule_SetCommandInfo) else {
         return true;
     };
