@@ -18,7 +18,7 @@ use crate::hold_registry;
 use crate::order_stream::{self, OrderStream};
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, HoldRef, LapseMoment, Outbox, SaleItem};
-use crate::server::notify::notify_keyspace_event;
+use crate::server::notify::{notify_keyspace_event, replicate};
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
@@ -41,20 +41,20 @@ const SETTLE_PER_WRITE_UNVOUCHED: usize = 64;
 pub const NO_SUCH_ITEM: i64 = -3;
 
 /// What replicas and the AOF receive for a write.
-pub enum Effect {
+pub enum Effect<'a> {
     /// Nothing of the command itself (a sweep; its releases are sent).
     Nothing,
     /// The command as the client sent it: its outcome does not depend on
     /// anything a replica could see differently.
     Verbatim,
     /// This command instead, e.g. with a clock reading made absolute.
-    Rewritten(Rewrite),
+    Rewritten(Rewrite<'a>),
 }
 
 /// What a write decided, once judged.
 pub struct Decision<'a> {
     pub change: Change<'a>,
-    pub effect: Effect,
+    pub effect: Effect<'a>,
     /// The keyspace event of the change (`seckill.deduct`, ...).
     pub event: Option<&'static CStr>,
     /// The moment lapses were judged at.
@@ -225,7 +225,7 @@ pub struct Published<'a> {
     pub released: &'a [Vec<u8>],
     /// The order stream a caller allowed to write it just confirmed.
     pub confirmed: Option<&'a Outbox>,
-    pub effect: Effect,
+    pub effect: Effect<'a>,
     pub event: Option<&'static CStr>,
 }
 
@@ -257,7 +257,7 @@ pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
             ctx.replicate_verbatim();
         }
         Effect::Rewritten(rewrite) => {
-            ctx.replicate(rewrite.command(), rewrite.args().as_slice());
+            replicate(ctx, rewrite.command(), rewrite.args());
         }
     }
     if let Some(event) = published.event {

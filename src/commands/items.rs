@@ -197,20 +197,23 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
         // A relative expiry read the clock: send the deadline it reached.
         (Some(Expiry::In(_)), Some(unix_ms)) => {
             // The command as sent, with EX or PX replaced by PXAT.
-            let mut rewrite = Rewrite::of("SECKILL.INIT");
-            rewrite.arg(name.as_bytes()).arg(stock_arg.as_bytes());
+            let mut rewrite = Rewrite::of(c"SECKILL.INIT");
+            rewrite.string(name).string(stock_arg);
             // Every option but REPLACE takes a value, as parsed above.
             let mut rest = options_args.iter();
             while let Some(option) = rest.next() {
                 if option.is_keyword("REPLACE") {
-                    rewrite.arg(option.as_bytes());
+                    rewrite.string(option);
                     continue;
                 }
-                let value = rest.next().map_or(&[][..], Arg::as_bytes);
                 if option.is_keyword("EX") || option.is_keyword("PX") {
                     rewrite.option(b"PXAT", unix_ms);
+                    rest.next();
                 } else {
-                    rewrite.arg(option.as_bytes()).arg(value);
+                    rewrite.string(option);
+                    if let Some(value) = rest.next() {
+                        rewrite.string(value);
+                    }
                 }
             }
             Effect::Rewritten(rewrite)

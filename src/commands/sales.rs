@@ -67,10 +67,10 @@ impl<'a> DeductOptions<'a> {
 
 /// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
 pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, user, qty_arg, options @ ..] = args else {
+    let [_, name, user_arg, qty_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
-    let user = id(user, ERR_BAD_USER)?;
+    let user = id(user_arg, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
     let judge = |item: &SaleItem, judging: Judging| {
@@ -118,11 +118,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         let own_lapses = matches!(&change, Change::Deduct(purchase) if purchase.counted_own_lapses);
         let effect = match (options.request_id, hold_until) {
             (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
-                let mut rewrite = Rewrite::of("SECKILL.DEDUCT");
+                let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
                 rewrite
-                    .arg(name.as_bytes())
-                    .arg(user)
-                    .arg(qty_arg.as_bytes())
+                    .string(name)
+                    .string(user_arg)
+                    .string(qty_arg)
                     .arg(b"ID")
                     .arg(request_id);
                 if let Some(unix_ms) = hold_until {
@@ -137,11 +137,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             // the sweep releases them: the replica must count them too.
             (None, _) if own_lapses => match lapsing {
                 Some(now) => {
-                    let mut rewrite = Rewrite::of("SECKILL.DEDUCT");
+                    let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
                     rewrite
-                        .arg(name.as_bytes())
-                        .arg(user)
-                        .arg(qty_arg.as_bytes())
+                        .string(name)
+                        .string(user_arg)
+                        .string(qty_arg)
                         .option(b"AT", now);
                     Effect::Rewritten(rewrite)
                 }

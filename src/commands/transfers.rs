@@ -32,9 +32,9 @@ pub(super) fn receive_transfer(
             let Some(now) = judged_with_lapses(item, judging) else {
                 return Ok(Judgement::Decide(verbatim(change, c"seckill.add", judging)));
             };
-            let mut rewrite = Rewrite::of("SECKILL.ADD");
+            let mut rewrite = Rewrite::of(c"SECKILL.ADD");
             rewrite
-                .arg(name.as_bytes())
+                .string(name)
                 .number(qty)
                 .arg(b"ID")
                 .arg(transfer_id)
@@ -99,10 +99,10 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
             let Change::Take { taken, .. } = change else {
                 return Ok(Judgement::Answer(RedisValue::Integer(0)));
             };
-            let mut rewrite = Rewrite::of("SECKILL.TAKE");
+            let mut rewrite = Rewrite::of(c"SECKILL.TAKE");
             rewrite
-                .arg(name.as_bytes())
-                .arg(qty_arg.as_bytes())
+                .string(name)
+                .string(qty_arg)
                 .arg(b"ID")
                 .arg(transfer_id);
             if let Some(destination) = destination {
