@@ -491,6 +491,15 @@ impl SaleItem {
                 Err(_) => return remaining,
             },
         };
+        // From the record, not the judge's reading: the settle plan may
+        // have released some of this buyer's lapsed holds since. Units
+        // before the hold, so that the book never sees more held than the
+        // buyer has (which would make it look for when the buyer empties).
+        let units = self
+            .ledger
+            .buyer_units(buyer.handle())
+            .saturating_add(order.qty);
+        self.ledger.set_units(&mut buyer, units);
         if let (Some(id), Some(hash)) = (order.request_id, request_hash) {
             let request = NewRequest {
                 qty: order.qty,
@@ -510,13 +519,6 @@ impl SaleItem {
                 }
             }
         }
-        // From the record, not the judge's reading: the settle plan may
-        // have released some of this buyer's lapsed holds since.
-        let units = self
-            .ledger
-            .buyer_units(buyer.handle())
-            .saturating_add(order.qty);
-        self.ledger.set_units(&mut buyer, units);
         if let Stock::Limited(units) = self.stock {
             // The settle plan released enough for this: never below zero.
             self.stock = Stock::Limited(units.saturating_sub(order.qty).max(0));
@@ -526,16 +528,18 @@ impl SaleItem {
     }
 
     fn record_refund(&mut self, handle: u32, hold: Option<HoldRef>, qty: i64) -> i64 {
+        // The hold first, then the units, so that the book never sees more
+        // held than the buyer has.
+        if let Some(hold) = hold {
+            self.ledger.remove_hold(&hold);
+            self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
+        }
         let user = self.ledger.request(handle).user;
         if let Lookup::Found(mut buyer) = self.ledger.find_buyer(user) {
             // A consistent item always holds at least `qty` for this user; a
             // damaged one loses the units instead of going negative.
             let units = buyer.units.saturating_sub(qty).max(0);
             self.ledger.set_units(&mut buyer, units);
-        }
-        if let Some(hold) = hold {
-            self.ledger.remove_hold(&hold);
-            self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
         }
         self.ledger.set_state(handle, RequestState::Refunded);
         if let Stock::Limited(units) = self.stock {
