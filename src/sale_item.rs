@@ -5,6 +5,7 @@
 mod bookkeeping;
 mod change;
 pub mod codec;
+mod events;
 mod index;
 #[cfg(test)]
 mod judged_and_applied;
@@ -14,7 +15,8 @@ mod transfer;
 #[cfg(test)]
 pub use judged_and_applied::{Lapsed, Restock};
 
-pub use change::{Change, Counted, EventView, HoldRef, LapseMoment, Order, Verdict};
+pub use change::{Change, Counted, HoldRef, LapseMoment, Order, Verdict};
+pub use events::EventView;
 #[cfg(test)]
 pub use ledger::RequestState;
 pub use ledger::RequestView;

@@ -170,7 +170,7 @@ impl SaleItem {
 
     /// True if the hold of request `handle`, with `deadline`, counts as
     /// lapsed at `at`.
-    fn is_lapsed(deadline: i64, at: LapseMoment) -> bool {
+    pub(super) fn is_lapsed(deadline: i64, at: LapseMoment) -> bool {
         at.is_some_and(|at| deadline <= at)
     }
 
@@ -566,89 +566,5 @@ impl SaleItem {
         self.ledger.held = self.ledger.held.saturating_sub(qty).max(0);
         self.ledger.expired = self.ledger.expired.saturating_add(qty);
         self.ledger.set_state(handle, RequestState::Expired);
-    }
-}
-
-/// One order-stream event a write produces, read from the item before it
-/// changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EventView<'s> {
-    /// `purchase`, `hold`, `confirm`, `refund` or `expire`.
-    pub kind: &'static str,
-    pub user: &'s [u8],
-    pub qty: i64,
-    pub request_id: &'s [u8],
-    /// The stock after the event, as reads report it.
-    pub stock: i64,
-}
-
-impl SaleItem {
-    /// The events of releasing `settle` and then making `change`, judged
-    /// at `at` as the change was.
-    pub fn events<'s>(
-        &'s self,
-        settle: &[HoldRef],
-        change: &'s Change,
-        at: LapseMoment,
-    ) -> Vec<EventView<'s>> {
-        let stock = self.virtual_stock(self.lapsing(at, None).0);
-        let request_event = |kind, handle: u32, stock| {
-            let request = self.ledger.request(handle);
-            EventView {
-                kind,
-                user: request.user,
-                qty: request.qty,
-                request_id: self.ledger.request_id(handle),
-                stock,
-            }
-        };
-        // Lapsed holds count as given back already: their release leaves
-        // the stock reads report as it is.
-        let mut events: Vec<EventView> = settle
-            .iter()
-            .map(|(_, handle)| request_event("expire", *handle, stock))
-            .collect();
-        match change {
-            Change::Deduct(purchase) => events.push(EventView {
-                kind: if purchase.order.hold_until.is_some() {
-                    "hold"
-                } else {
-                    "purchase"
-                },
-                user: purchase.order.user,
-                qty: purchase.order.qty,
-                request_id: purchase.order.request_id.unwrap_or_default(),
-                stock: purchase.remaining,
-            }),
-            Change::Confirm((_, handle)) => events.push(request_event("confirm", *handle, stock)),
-            Change::Refund { handle, qty, .. } => {
-                let after = match self.stock {
-                    Stock::Limited(_) => stock.saturating_add(*qty),
-                    Stock::Unlimited => stock,
-                };
-                events.push(request_event("refund", *handle, after));
-            }
-            Change::Release(holds) => {
-                let mut after = stock;
-                for (deadline, handle) in holds {
-                    if !Self::is_lapsed(*deadline, at) {
-                        if let (Stock::Limited(_), Some(qty)) =
-                            (self.stock, self.ledger.holds.qty(&(*deadline, *handle)))
-                        {
-                            after = after.saturating_add(qty);
-                        }
-                    }
-                    events.push(request_event("expire", *handle, after));
-                }
-            }
-            Change::Nothing
-            | Change::Add(_)
-            | Change::Window(_)
-            | Change::Outbox(_)
-            | Change::Take { .. }
-            | Change::TransferIn { .. }
-            | Change::Settle(_) => {}
-        }
-        events
     }
 }

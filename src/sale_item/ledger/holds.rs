@@ -17,6 +17,7 @@
 //! replicated or cloned judges exactly as it would with the cursor anywhere
 //! else.
 
+use super::units_in;
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -405,6 +406,39 @@ impl HoldBook {
             + self.moments.len() * entry::<i64, Moment>()
             + self.holders.len() * entry::<u32, Holder>()
             + self.emptied.len() * entry::<i64, usize>()
+    }
+}
+
+/// The ledger's holds, changed with the buyers' units at hand.
+impl super::Ledger {
+    /// Adds a pending hold of `qty` units by the buyer whose handle is
+    /// `buyer`.
+    pub fn add_hold(&mut self, hold: HoldRef, qty: i64, buyer: u32) {
+        let arena = &self.arena;
+        self.holds
+            .insert(hold, qty, buyer, |buyer| units_in(arena, buyer));
+    }
+
+    /// Ends a pending hold; its units if it was pending.
+    pub fn remove_hold(&mut self, hold: &HoldRef) -> Option<i64> {
+        let arena = &self.arena;
+        self.holds.remove(hold, |buyer| units_in(arena, buyer))
+    }
+
+    /// The holds due at `at`, as if released.
+    pub fn lapsed(&self, at: i64) -> LapsedHolds {
+        if self.holds.is_empty() {
+            return LapsedHolds::default();
+        }
+        self.holds.lapsed(at)
+    }
+
+    /// Units of the holds of the buyer whose handle is `buyer` due at `at`.
+    pub fn lapsed_of(&self, buyer: u32, at: i64) -> i64 {
+        if self.holds.is_empty() {
+            return 0;
+        }
+        self.holds.lapsed_of(buyer, at)
     }
 }
 

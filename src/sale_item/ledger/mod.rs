@@ -22,53 +22,21 @@
 
 mod arena;
 mod holds;
+mod unindexed;
 
-use super::index::{prefetch, tag_of, Index};
+use super::index::{prefetch, Index};
 use super::radix;
 use arena::*;
 pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
-pub use holds::{HoldBook, HoldRef, LapsedHolds};
+pub use holds::{HoldBook, HoldRef};
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 use std::sync::LazyLock;
+pub use unindexed::{Duplicate, Unindexed};
 
 /// How many records ahead a full pass prefetches.
 pub const READ_AHEAD: usize = 16;
-
-/// Records a loader has written to the arena and not indexed yet, as
-/// (tag, handle) index slots: see `Ledger::index_unindexed`.
-#[derive(Default)]
-pub struct Unindexed {
-    buyers: Vec<[u32; 2]>,
-    requests: Vec<[u32; 2]>,
-}
-
-impl Unindexed {
-    /// Room for `buyers` and `requests` records. The caller bounds what a
-    /// header announces: the counts come from the input, which may lie.
-    pub fn with_capacity(buyers: usize, requests: usize) -> Unindexed {
-        Unindexed {
-            buyers: Vec::with_capacity(buyers),
-            requests: Vec::with_capacity(requests),
-        }
-    }
-
-    pub fn request_count(&self) -> usize {
-        self.requests.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.buyers.is_empty() && self.requests.is_empty()
-    }
-}
-
-/// Which of a ledger's ids a load found twice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Duplicate {
-    Buyer,
-    Request,
-}
 
 /// Sorts records by an arena handle, stably (see `radix`).
 pub fn sort_by_handle<T: Copy>(records: &mut Vec<T>, handle: impl Fn(&T) -> u32) {
@@ -332,36 +300,6 @@ impl Ledger {
         }
     }
 
-    /// Adds a pending hold of `qty` units by the buyer whose handle is
-    /// `buyer`.
-    pub fn add_hold(&mut self, hold: HoldRef, qty: i64, buyer: u32) {
-        let arena = &self.arena;
-        self.holds
-            .insert(hold, qty, buyer, |buyer| units_in(arena, buyer));
-    }
-
-    /// Ends a pending hold; its units if it was pending.
-    pub fn remove_hold(&mut self, hold: &HoldRef) -> Option<i64> {
-        let arena = &self.arena;
-        self.holds.remove(hold, |buyer| units_in(arena, buyer))
-    }
-
-    /// The holds due at `at`, as if released.
-    pub fn lapsed(&self, at: i64) -> LapsedHolds {
-        if self.holds.is_empty() {
-            return LapsedHolds::default();
-        }
-        self.holds.lapsed(at)
-    }
-
-    /// Units of the holds of the buyer whose handle is `buyer` due at `at`.
-    pub fn lapsed_of(&self, buyer: u32, at: i64) -> i64 {
-        if self.holds.is_empty() {
-            return 0;
-        }
-        self.holds.lapsed_of(buyer, at)
-    }
-
     /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.
     pub fn add_buyer(&mut self, hash: u64, user: &[u8], units: i64) -> Result<Buyer, Full> {
         let buyer = self.push_buyer(user, units)?;
@@ -380,55 +318,6 @@ impl Ledger {
             self.holders += 1;
         }
         Ok(Buyer { name, units })
-    }
-
-    /// `add_buyer` for a loader that indexes every record at the end
-    /// (`index_unindexed`): the buyer is not found by name until then.
-    pub fn add_buyer_unindexed(
-        &mut self,
-        hash: u64,
-        user: &[u8],
-        units: i64,
-        unindexed: &mut Unindexed,
-    ) -> Result<Buyer, Full> {
-        let buyer = self.push_buyer(user, units)?;
-        unindexed.buyers.push([tag_of(hash), buyer.name]);
-        Ok(buyer)
-    }
-
-    /// `add_request` for a loader that indexes every record at the end
-    /// (`index_unindexed`). Returns the record's handle.
-    pub fn add_request_unindexed(
-        &mut self,
-        hash: u64,
-        id: &[u8],
-        buyer: &Buyer,
-        request: NewRequest,
-        unindexed: &mut Unindexed,
-    ) -> Result<u32, Full> {
-        let handle = self.push_request(id, buyer, request)?;
-        unindexed.requests.push([tag_of(hash), handle]);
-        Ok(handle)
-    }
-
-    /// Indexes the records added unindexed, all at once (see
-    /// `Index::insert_all_new`), unless two buyers or two requests have the
-    /// same id: then the indexes are left without them and the ledger is
-    /// to be dropped.
-    pub fn index_unindexed(&mut self, unindexed: Unindexed) -> Result<(), Duplicate> {
-        let Unindexed { buyers, requests } = unindexed;
-        let arena = &self.arena;
-        let same = |one: &[u32; 2], other: &[u32; 2]| {
-            leading_id(arena.record(slot_handle(one)))
-                == leading_id(arena.record(slot_handle(other)))
-        };
-        if !self.buyers.insert_all_new(buyers, same) {
-            return Err(Duplicate::Buyer);
-        }
-        if !self.requests.insert_all_new(requests, same) {
-            return Err(Duplicate::Request);
-        }
-        Ok(())
     }
 
     pub fn find_request(&self, id: &[u8]) -> Lookup<u32> {
