@@ -41,6 +41,7 @@ test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fet
 
 bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
+	cargo build --release -p seckill-floor
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
 
 lint: ## rustfmt and clippy, warnings are errors

@@ -100,6 +100,28 @@ pub const POSTGRES: &str = "PostgreSQL UPDATE, memory speed";
 pub const POSTGRES_DURABLE: &str = "PostgreSQL UPDATE, durable";
 pub const GET: &str = "GET (reference)";
 pub const DECRBY: &str = "DECRBY (reference)";
+/// The success path's floor: one write that finds its user, as a hash of
+/// a field per buyer does.
+pub const HINCRBY: &str = "HINCRBY, a field per buyer (floor)";
+/// The sold-out path's floor: a module command that opens its key and
+/// replies (`bench/floor`).
+pub const FLOOR: &str = "module command, open key and reply (floor)";
+
+/// The floor module's path, beside seckill's, if it was built.
+pub fn floor_module() -> Option<String> {
+    let path = seckill_harness::module_path().with_file_name("libseckill_floor.so");
+    path.exists().then(|| path.display().to_string())
+}
+
+/// True if the floor module (`bench/floor`) is loaded.
+pub fn floor_loaded(con: &mut Connection) -> bool {
+    let info: redis::Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("floor.touch")
+        .query(con)
+        .unwrap_or(redis::Value::Nil);
+    matches!(info, redis::Value::Array(ref entries) if entries.first().is_some_and(|entry| *entry != redis::Value::Nil))
+}
 
 /// Prepares `prefix`-named keys holding `stock` units for every contender
 /// and returns the commands that deduct one unit for a random user.
@@ -136,6 +158,7 @@ pub fn single_commands(
     let mut commands = vec![
         command(GET, "get", &["GET", "ref:string"]),
         command(DECRBY, "decrby", &["DECRBY", "ref:counter", "1"]),
+        command(HINCRBY, "hincrby", &["HINCRBY", &key("buyers"), user, "1"]),
         command(
             MODULE,
             "seckill.deduct",
@@ -208,6 +231,9 @@ pub fn single_commands(
             ],
         ),
     ];
+    if floor_loaded(con) {
+        commands.push(command(FLOOR, "floor.touch", &["FLOOR.TOUCH", &item]));
+    }
     for command in &mut commands {
         command.keyspace = if command.name == MODULE_ID || command.name == MODULE_HOLD {
             REQUEST_ID_SPACE

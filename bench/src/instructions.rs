@@ -3,7 +3,10 @@
 //! instruction on a noisy shared machine. Memory stalls do not show here;
 //! wall-clock figures carry those.
 
-use crate::contenders::{load_scripts, DECRBY, GET, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID};
+use crate::contenders::{
+    floor_module, load_scripts, DECRBY, FLOOR, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD,
+    MODULE_ID,
+};
 use redis::Connection;
 use seckill_harness::{free_port, module_path, ok, server_binary};
 use std::path::Path;
@@ -129,6 +132,12 @@ pub fn measure() -> Vec<Count> {
         .arg(dir.path())
         .arg("--loadmodule")
         .arg(module_path())
+        .args(
+            floor_module()
+                .map(|floor| ["--loadmodule".to_owned(), floor])
+                .into_iter()
+                .flatten(),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
@@ -161,6 +170,15 @@ pub fn measure() -> Vec<Count> {
         (0..USERS).map(|n| {
             let mut call = redis::cmd("SECKILL.DEDUCT");
             call.arg("ok").arg(format!("user:{n}")).arg(1);
+            call
+        }),
+    );
+    // So have the hash's, one field each.
+    send(
+        &mut con,
+        (0..USERS).map(|n| {
+            let mut call = redis::cmd("HINCRBY");
+            call.arg("ref:buyers").arg(format!("user:{n}")).arg(1);
             call
         }),
     );
@@ -239,6 +257,13 @@ pub fn measure() -> Vec<Count> {
             .collect(),
     );
     record(
+        HINCRBY,
+        "success",
+        (0..CALLS)
+            .map(|n| command("HINCRBY", &[s("ref:buyers"), user(n), s("1")]))
+            .collect(),
+    );
+    record(
         DECRBY,
         "success",
         (0..CALLS)
@@ -252,6 +277,15 @@ pub fn measure() -> Vec<Count> {
             .map(|n| command("SECKILL.DEDUCT", &[s("none"), user(n), s("1")]))
             .collect(),
     );
+    if floor_module().is_some() {
+        record(
+            FLOOR,
+            "sold out",
+            (0..CALLS)
+                .map(|_| command("FLOOR.TOUCH", &[s("none")]))
+                .collect(),
+        );
+    }
     record(
         GET,
         "sold out",

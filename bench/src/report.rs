@@ -4,7 +4,8 @@
 
 use crate::big_items::{BigItems, Growth};
 use crate::contenders::{
-    DECRBY, FUNCTION, GET, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID, POSTGRES, POSTGRES_DURABLE,
+    DECRBY, FLOOR, FUNCTION, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID, POSTGRES,
+    POSTGRES_DURABLE,
 };
 use crate::instructions::Count;
 use crate::load::Throughput;
@@ -460,9 +461,9 @@ impl Report {
         };
         let mut targets = vec![
             target(
-                "server µs/call, success path: DEDUCT / DECRBY",
-                ratio(a.usec(MODULE), a.usec(DECRBY)),
-                2.0,
+                "server µs/call, success path: DEDUCT / HINCRBY on a field per buyer",
+                ratio(a.usec(MODULE), a.usec(HINCRBY)),
+                1.1,
                 false,
             ),
             target(
@@ -472,9 +473,9 @@ impl Report {
                 false,
             ),
             target(
-                "server µs/call, sold-out path: DEDUCT / GET",
-                ratio(b.usec(MODULE), b.usec(GET)),
-                1.5,
+                "server µs/call, sold-out path: DEDUCT / a module command that opens its key",
+                ratio(b.usec(MODULE), b.usec(FLOOR)),
+                1.2,
                 false,
             ),
             target(
@@ -499,12 +500,12 @@ impl Report {
                 false,
             ),
             target(
-                "same, in instructions (callgrind), success path: DEDUCT / DECRBY",
+                "same, in instructions (callgrind), success path: DEDUCT / HINCRBY",
                 ratio(
                     instructions(MODULE, "success"),
-                    instructions(DECRBY, "success"),
+                    instructions(HINCRBY, "success"),
                 ),
-                2.0,
+                1.1,
                 false,
             ),
             target(
@@ -517,12 +518,12 @@ impl Report {
                 false,
             ),
             target(
-                "same, in instructions (callgrind), sold-out path: DEDUCT / GET",
+                "same, in instructions (callgrind), sold-out path: DEDUCT / module floor",
                 ratio(
                     instructions(MODULE, "sold out"),
-                    instructions(GET, "sold out"),
+                    instructions(FLOOR, "sold out"),
                 ),
-                1.5,
+                1.2,
                 false,
             ),
             target(
@@ -532,15 +533,15 @@ impl Report {
                 true,
             ),
             target(
-                "-P 16 throughput, success path: DEDUCT / DECRBY",
-                ratio(a.pipelined(MODULE), a.pipelined(DECRBY)),
-                0.6,
+                "-P 16 throughput, success path: DEDUCT / HINCRBY on a field per buyer",
+                ratio(a.pipelined(MODULE), a.pipelined(HINCRBY)),
+                0.9,
                 true,
             ),
             target(
-                "-P 16 throughput, sold-out path: DEDUCT / GET",
-                ratio(b.pipelined(MODULE), b.pipelined(GET)),
-                0.85,
+                "-P 16 throughput, sold-out path: DEDUCT / a module command that opens its key",
+                ratio(b.pipelined(MODULE), b.pipelined(FLOOR)),
+                0.83,
                 true,
             ),
             target(
@@ -817,7 +818,15 @@ impl Report {
         );
         out.push_str("![Benchmark chart](docs/benchmarks.svg)\n\n");
 
-        out.push_str("## Targets\n\n| target | measured | bound | |\n|---|--:|--:|---|\n");
+        out.push_str(
+            "## Targets\n\nEach path is judged against its floor, measured in the same run: the \
+             success path against `HINCRBY` on a hash of a field per buyer (the native write \
+             that finds its user), the sold-out path against a module command that only opens \
+             its key and replies (`bench/floor`). The first targets compared with `DECRBY` and \
+             `GET`, which neither look up a user nor pass through a module's dispatch, so they \
+             measured what no module can avoid; they are gone.\n\n\
+             | target | measured | bound | |\n|---|--:|--:|---|\n",
+        );
         for target in self.targets() {
             let verdict = match target.met() {
                 Some(true) => "met",

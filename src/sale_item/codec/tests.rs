@@ -70,7 +70,17 @@ fn assert_consistent(item: &SaleItem) {
     assert!(units <= net_sold, "buyers hold more than was sold");
     assert!(item.buyers().all(|(_, units)| units > 0));
     if stats.limit > 0 {
-        assert!(item.buyers().all(|(_, units)| units <= stats.limit));
+        // A buyer's record keeps its lapsed holds until they are released:
+        // its units beyond those in holds are within the limit.
+        let mut in_holds: HashMap<&[u8], i64> = HashMap::new();
+        for (_, request) in item.requests() {
+            if request.state == RequestState::Held {
+                *in_holds.entry(request.user).or_default() += request.qty;
+            }
+        }
+        assert!(item.buyers().all(|(user, units)| {
+            units - in_holds.get(user).copied().unwrap_or(0) <= stats.limit
+        }));
     }
     let mut live: HashMap<&[u8], i128> = HashMap::new();
     let (mut refunds, mut lapses, mut held, mut holds) = (0i128, 0i128, 0i128, 0usize);

@@ -59,6 +59,8 @@ struct Holder {
     held: i64,
     /// When every unit the buyer has is in lapsed holds, if ever.
     emptied_at: Option<i64>,
+    /// The latest deadline of the buyer's holds.
+    latest: i64,
 }
 
 /// The figures of what is due at the cursor.
@@ -226,8 +228,10 @@ impl HoldBook {
         let holder = self.holders.entry(buyer).or_insert(Holder {
             held: 0,
             emptied_at: None,
+            latest: i64::MIN,
         });
         holder.held = holder.held.saturating_add(qty);
+        holder.latest = holder.latest.max(hold.0);
         self.refresh(buyer, units_of(buyer));
     }
 
@@ -244,8 +248,24 @@ impl HoldBook {
             }
         }
         self.count_at(hold.0, -1, qty);
+        // The latest deadline is looked up again only when it went.
+        let latest_went = self
+            .holders
+            .get(&buyer)
+            .is_some_and(|holder| hold.0 >= holder.latest);
+        let latest = if latest_went {
+            self.by_buyer
+                .range((buyer, i64::MIN, 0)..=(buyer, i64::MAX, u32::MAX))
+                .next_back()
+                .map_or(i64::MIN, |((_, deadline, _), _)| *deadline)
+        } else {
+            i64::MIN
+        };
         if let Some(holder) = self.holders.get_mut(&buyer) {
             holder.held = holder.held.saturating_sub(qty);
+            if latest_went {
+                holder.latest = latest;
+            }
         }
         self.refresh(buyer, units_of(buyer));
         Some(qty)
@@ -281,11 +301,7 @@ impl HoldBook {
             held if units <= 0 || held < units => None,
             // The usual case: every unit is in a hold, and the last one
             // to lapse empties the buyer.
-            held if held == units => self
-                .by_buyer
-                .range((buyer, i64::MIN, 0)..=(buyer, i64::MAX, u32::MAX))
-                .next_back()
-                .map(|((_, deadline, _), _)| *deadline),
+            held if held == units => Some(holder.latest),
             // More held than the buyer has (only a damaged item): the
             // first moment enough of it is due.
             _ => {
