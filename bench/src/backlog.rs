@@ -28,6 +28,8 @@ pub struct Row {
 
 pub struct Backlog {
     pub rows: Vec<Row>,
+    /// Holds of the item in every row.
+    pub holds: usize,
     pub calls: usize,
 }
 
@@ -46,13 +48,16 @@ impl Backlog {
     pub fn markdown(&self) -> String {
         let mut out = format!(
             "## (k) A backlog of lapsed holds\n\n\
-             One item, with this many holds lapsed and not yet released (the sweep held \
-             off with `seckill.sweep-interval-ms 60000`), one hold per buyer. Server µs per \
-             call from `INFO commandstats`, {} calls each, pipelined. The buyers who \
-             purchase have a lapsed hold each, which the purchase releases; `CONFIRM` \
-             confirms holds still pending; `HOLDS key user` lists a user's 10 pending \
-             holds.\n\n| lapsed holds |",
-            self.calls
+             One item of {} holds, one per buyer, of which this many lapsed and are not \
+             released yet (the sweep held off with `seckill.sweep-interval-ms 60000`); \
+             the others are pending. Server µs per call from `INFO commandstats`, {} calls \
+             each, pipelined. The buyers who purchase again hold one of the lapsed holds \
+             (a pending one in the first row); their purchase leaves it to the sweep, but \
+             reaches replicas with the moment it was judged at (`AT`), since its quota \
+             and its reply count the lapsed units as given back. `CONFIRM` confirms holds \
+             still pending; `HOLDS key user` lists a user's 10 pending holds.\n\n\
+             | lapsed holds |",
+            self.holds, self.calls
         );
         for (name, _) in CALLS {
             let _ = write!(out, " {name} |");
@@ -111,22 +116,26 @@ fn deduct(user: &str, id: &str, hold: Option<(&str, i64)>) -> redis::Cmd {
     call
 }
 
-fn measure_one(con: &mut Connection, lapsed: usize, calls: usize) -> Row {
+/// One item of `holds` holds, one per buyer, of which the first `lapsed`
+/// lapse before the calls and the others stay pending: every row measures
+/// an item of the same size, and only the backlog differs.
+fn measure_one(con: &mut Connection, lapsed: usize, holds: usize, calls: usize) -> Row {
     ok::<String>(con, &["FLUSHALL"]);
     ok::<i64>(con, &["SECKILL.INIT", "backlog", "1000000000"]);
     // Far enough ahead for every hold to be placed before it passes.
-    let due = server_ms(con) + 2_000 + lapsed as i64 / 25;
+    let due = server_ms(con) + 2_000 + holds as i64 / 25;
+    let later = due + 3_600_000;
     pipelined(
         con,
-        (0..lapsed).map(|n| deduct(&format!("u{n}"), &format!("h{n}"), Some(("HOLDUNTIL", due)))),
+        (0..holds).map(|n| {
+            let until = if n < lapsed { due } else { later };
+            deduct(
+                &format!("u{n}"),
+                &format!("h{n}"),
+                Some(("HOLDUNTIL", until)),
+            )
+        }),
     );
-    if lapsed == 0 {
-        // The same buyers, with a purchase and nothing lapsed.
-        pipelined(
-            con,
-            (0..calls).map(|n| deduct(&format!("u{n}"), &format!("h{n}"), None)),
-        );
-    }
     pipelined(
         con,
         (0..calls).map(|n| deduct(&format!("c{n}"), &format!("c{n}"), Some(("HOLD", 3_600)))),
@@ -182,11 +191,12 @@ pub fn measure(server: &Server, backlogs: &[usize], calls: usize) -> Backlog {
         &mut con,
         &["CONFIG", "SET", "seckill.sweep-interval-ms", "60000"],
     );
+    let holds = backlogs.iter().copied().max().unwrap_or(0).max(calls);
     let rows = backlogs
         .iter()
         .map(|&lapsed| {
-            println!("  {lapsed} lapsed holds");
-            measure_one(&mut con, lapsed, calls)
+            println!("  {lapsed} of {holds} holds lapsed");
+            measure_one(&mut con, lapsed, holds, calls)
         })
         .collect();
     ok::<String>(&mut con, &["FLUSHALL"]);
@@ -196,5 +206,5 @@ pub fn measure(server: &Server, backlogs: &[usize], calls: usize) -> Backlog {
             &["CONFIG", "SET", "seckill.sweep-interval-ms", interval],
         );
     }
-    Backlog { rows, calls }
+    Backlog { rows, holds, calls }
 }

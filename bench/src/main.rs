@@ -72,7 +72,7 @@ impl Plan {
             lapsing_items: 1_000,
             drain_entries: 100_000 / scale,
             backlogs: vec![0, 200_000 / scale, 600_000 / scale],
-            backlog_calls: 2_000,
+            backlog_calls: 20_000,
         }
     }
 }
