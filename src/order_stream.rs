@@ -6,7 +6,7 @@
 //! replicated with the very IDs the server picked, after the item's own
 //! command.
 
-use crate::sale_item::{EventView, Outbox};
+use crate::sale_item::{EventView, StreamSetting};
 use crate::server::key::{can_add_to_streams, stream_kind, StreamId, StreamKind};
 use crate::server::notify::{
     can_replicate, notify_keyspace_event, replicate_xadd, signal_key_as_ready, signal_modified,
@@ -64,36 +64,37 @@ pub fn caller_may_write(ctx: &Context, stream: &[u8]) -> bool {
 }
 
 impl<'ctx> OrderStream<'ctx> {
-    /// Opens `outbox.stream` for one write: refused if the key holds
+    /// Opens `stream_setting.stream` for one write: refused if the key holds
     /// another type, or if it is missing while its slot is moving between
     /// cluster nodes (a stream re-created here would collide with the one
     /// being migrated).
     pub fn open(
         ctx: &'ctx Context,
         item: &[u8],
-        outbox: &Outbox,
+        stream_setting: &StreamSetting,
     ) -> Result<OrderStream<'ctx>, RedisError> {
         // INIT and STREAM check the slot, but an item renamed or restored
         // under another name keeps its stream's name: in a cluster, this
         // node may not own that stream's slot.
-        if crate::hash_slot::key_slot(&outbox.stream) != crate::hash_slot::key_slot(item)
+        if crate::hash_slot::key_slot(&stream_setting.stream) != crate::hash_slot::key_slot(item)
             && crate::cluster::in_cluster(ctx)
         {
             return Err(RedisError::Str(ERR_STREAM_CROSSSLOT));
         }
-        let name = OwnedString::new(ctx, &outbox.stream).ok_or(RedisError::Str(ERR_STREAM_FULL))?;
+        let name = OwnedString::new(ctx, &stream_setting.stream)
+            .ok_or(RedisError::Str(ERR_STREAM_FULL))?;
         let found = stream_kind(ctx, name.as_arg());
         let stream = OrderStream {
             ctx,
             key: None,
             name,
-            maxlen: outbox.maxlen,
+            maxlen: stream_setting.maxlen,
             appended: Vec::new(),
         };
         match found {
             StreamKind::Stream => Ok(stream),
             StreamKind::OtherType => Err(RedisError::Str(ERR_STREAM_WRONGTYPE)),
-            StreamKind::Missing if crate::cluster::slot_is_moving(ctx, &outbox.stream) => {
+            StreamKind::Missing if crate::cluster::slot_is_moving(ctx, &stream_setting.stream) => {
                 Err(RedisError::Str(ERR_STREAM_MIGRATING))
             }
             StreamKind::Missing => Ok(stream),

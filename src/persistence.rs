@@ -37,7 +37,7 @@ pub fn rdb_load(rdb: &mut Io, encver: c_int) -> Option<Box<SaleItem>> {
             if !loading_a_snapshot(rdb) && !imported(rdb) {
                 // A RESTORE (MIGRATE's too): the payload's bytes are the
                 // client's, stream name included.
-                item.distrust_outbox();
+                item.distrust_order_stream();
             }
             // Registered at the address it keeps as the key's value.
             let item = Box::new(item);
@@ -130,11 +130,11 @@ pub fn digest(item: &SaleItem, digest: &mut Digest) {
     ] {
         digest.add_integer(field);
     }
-    if let Some(outbox) = item.outbox() {
-        digest.add_bytes(&outbox.stream);
-        digest.add_integer(outbox.maxlen);
+    if let Some(stream_setting) = item.order_stream() {
+        digest.add_bytes(&stream_setting.stream);
+        digest.add_integer(stream_setting.maxlen);
         // Unchanged for a confirmed stream, so older digests still compare.
-        if !outbox.confirmed {
+        if !stream_setting.confirmed {
             digest.add_integer(0);
         }
     }
@@ -244,7 +244,7 @@ pub fn copy<'a>(
     target: impl FnOnce() -> Option<(&'a [u8], c_int)>,
 ) -> Box<SaleItem> {
     let mut copied = Box::new(item.clone());
-    copied.distrust_outbox();
+    copied.distrust_order_stream();
     if copied.is_partly_loaded() {
         count_partly_loaded();
     }

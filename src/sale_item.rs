@@ -106,7 +106,7 @@ impl Window {
 /// Where the item writes an event for every purchase, confirmation, refund
 /// and lapse, in the same atomic step.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outbox {
+pub struct StreamSetting {
     pub stream: Box<[u8]>,
     /// Entries the stream keeps at most (exact trimming); 0 keeps them all.
     pub maxlen: i64,
@@ -225,7 +225,7 @@ pub struct SaleItem {
 #[derive(Clone, Default)]
 struct Rare {
     window: Window,
-    outbox: Option<Outbox>,
+    stream_setting: Option<StreamSetting>,
     /// While the item is rebuilt chunk by chunk (SECKILL.LOADCHUNK): the
     /// records its header announced, checked once they are all in.
     chunks_due: Option<codec::Expected>,
@@ -267,27 +267,37 @@ impl SaleItem {
         }
     }
 
-    pub fn outbox(&self) -> Option<&Outbox> {
-        self.rare.as_ref().and_then(|rare| rare.outbox.as_ref())
+    pub fn order_stream(&self) -> Option<&StreamSetting> {
+        self.rare
+            .as_ref()
+            .and_then(|rare| rare.stream_setting.as_ref())
     }
 
     /// Marks the order stream as named by bytes nobody vouched for.
-    pub fn distrust_outbox(&mut self) {
-        if let Some(outbox) = self.rare.as_mut().and_then(|rare| rare.outbox.as_mut()) {
-            outbox.confirmed = false;
+    pub fn distrust_order_stream(&mut self) {
+        if let Some(stream_setting) = self
+            .rare
+            .as_mut()
+            .and_then(|rare| rare.stream_setting.as_mut())
+        {
+            stream_setting.confirmed = false;
         }
     }
 
     /// Marks the order stream as vouched for by a caller allowed to write it.
-    pub fn confirm_outbox(&mut self) {
-        if let Some(outbox) = self.rare.as_mut().and_then(|rare| rare.outbox.as_mut()) {
-            outbox.confirmed = true;
+    pub fn confirm_order_stream(&mut self) {
+        if let Some(stream_setting) = self
+            .rare
+            .as_mut()
+            .and_then(|rare| rare.stream_setting.as_mut())
+        {
+            stream_setting.confirmed = true;
         }
     }
 
-    pub fn set_outbox(&mut self, outbox: Option<Outbox>) {
-        if let Some(rare) = self.rare_mut(outbox.is_some()) {
-            rare.outbox = outbox;
+    pub fn set_order_stream(&mut self, stream_setting: Option<StreamSetting>) {
+        if let Some(rare) = self.rare_mut(stream_setting.is_some()) {
+            rare.stream_setting = stream_setting;
         }
     }
 
@@ -433,7 +443,10 @@ impl SaleItem {
     pub fn heap_usage(&self) -> usize {
         let rare = self.rare.as_ref().map_or(0, |rare| {
             std::mem::size_of::<Rare>()
-                + rare.outbox.as_ref().map_or(0, |outbox| outbox.stream.len())
+                + rare
+                    .stream_setting
+                    .as_ref()
+                    .map_or(0, |stream_setting| stream_setting.stream.len())
                 + rare.transfers.heap_usage()
         });
         self.ledger.memory_usage() + rare

@@ -66,7 +66,7 @@ pub fn on_keyspace_event(ctx: &Context, event: &[u8], name: &Arg) {
         // RESTORE, which it cannot tell from loading a snapshot.
         let mut item_key = ItemKey::open_read(ctx, name);
         if let Ok(Some(item)) = item_key.item_mut() {
-            item.distrust_outbox();
+            item.distrust_order_stream();
         }
     }
     if matches!(event, b"rename_to" | b"move_to") {

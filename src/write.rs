@@ -17,7 +17,7 @@
 use crate::hold_registry;
 use crate::order_stream::{self, OrderStream};
 use crate::rewrite::Rewrite;
-use crate::sale_item::{Change, HoldRef, LapseMoment, Outbox, SaleItem};
+use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem, StreamSetting};
 use crate::server::notify::{notify_keyspace_event, replicate};
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
@@ -76,7 +76,7 @@ impl Judging {
     pub fn of(ctx: &Context, item: &SaleItem) -> Judging {
         let clock_free = item.next_deadline().is_none()
             && item.window().is_always_open()
-            && item.outbox().is_none();
+            && item.order_stream().is_none();
         Judging {
             now: (!clock_free && !master_decided(ctx)).then(now_ms),
         }
@@ -141,7 +141,9 @@ fn commit(
     );
     let settle: Vec<HoldRef> = match judging.now {
         Some(now) if lapsing => {
-            let unvouched = item.outbox().is_some_and(|outbox| !outbox.confirmed);
+            let unvouched = item
+                .order_stream()
+                .is_some_and(|stream_setting| !stream_setting.confirmed);
             let budget = if unvouched {
                 settle_budget.max(SETTLE_PER_WRITE_UNVOUCHED)
             } else {
@@ -151,16 +153,18 @@ fn commit(
         }
         _ => Vec::new(),
     };
-    let stream = match (judging.now, item.outbox()) {
-        (Some(_), Some(outbox)) => {
+    let stream = match (judging.now, item.order_stream()) {
+        (Some(_), Some(stream_setting)) => {
             let events = item.events(&settle, &change, at);
             if events.is_empty() {
                 None
             } else {
-                if !outbox.confirmed && !order_stream::caller_may_write(ctx, &outbox.stream) {
+                if !stream_setting.confirmed
+                    && !order_stream::caller_may_write(ctx, &stream_setting.stream)
+                {
                     return Err(RedisError::Str(order_stream::ERR_STREAM_UNCONFIRMED));
                 }
-                let mut stream = OrderStream::open(ctx, name.as_bytes(), outbox)?;
+                let mut stream = OrderStream::open(ctx, name.as_bytes(), stream_setting)?;
                 stream.check_room(ctx, events.len())?;
                 for event in &events {
                     stream.append(name.as_bytes(), event)?;
@@ -184,18 +188,21 @@ fn commit(
     let ends_holds = !settle.is_empty() || change.ends_holds();
     // A caller allowed to write a restored item's stream has just written
     // it: the name is vouched for from now on, on replicas too.
-    let confirms = stream.is_some() && item.outbox().is_some_and(|outbox| !outbox.confirmed);
+    let confirms = stream.is_some()
+        && item
+            .order_stream()
+            .is_some_and(|stream_setting| !stream_setting.confirmed);
     let figure = item.apply(&settle, change);
     stats::count_change(counted, figure, settle.len());
     if confirms {
-        item.confirm_outbox();
+        item.confirm_order_stream();
     }
     publish(
         ctx,
         name,
         &Published {
             released: &released,
-            confirmed: if confirms { item.outbox() } else { None },
+            confirmed: if confirms { item.order_stream() } else { None },
             effect,
             event,
         },
@@ -224,7 +231,7 @@ pub struct Published<'a> {
     /// Request ids of holds released by clock in this write.
     pub released: &'a [Vec<u8>],
     /// The order stream a caller allowed to write it just confirmed.
-    pub confirmed: Option<&'a Outbox>,
+    pub confirmed: Option<&'a StreamSetting>,
     pub effect: Effect<'a>,
     pub event: Option<&'static CStr>,
 }
@@ -241,11 +248,11 @@ pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
         ctx.replicate("SECKILL.RELEASE", args.as_slice());
         notify(ctx, name, c"seckill.expire");
     }
-    if let Some(outbox) = published.confirmed {
-        let maxlen = outbox.maxlen.to_string();
+    if let Some(stream_setting) = published.confirmed {
+        let maxlen = stream_setting.maxlen.to_string();
         let args: [&[u8]; 4] = [
             name.as_bytes(),
-            &outbox.stream,
+            &stream_setting.stream,
             b"MAXLEN",
             maxlen.as_bytes(),
         ];

@@ -288,7 +288,7 @@ fn stream_of(con: &mut Connection, key: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// Where the header's outbox flag is: after the tag, the version, the
+/// Where the header's order stream flag is: after the tag, the version, the
 /// unlimited flag and nine counters.
 const STREAM_AT: usize = 3 + 8 * 9;
 

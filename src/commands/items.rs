@@ -6,7 +6,7 @@ use super::*;
 use crate::hash_slot::key_slot;
 use crate::order_stream;
 use crate::rewrite::Rewrite;
-use crate::sale_item::{Change, Outbox, SaleItem, Stock, Verdict, Window, UNLIMITED_STOCK};
+use crate::sale_item::{Change, SaleItem, Stock, StreamSetting, Verdict, Window, UNLIMITED_STOCK};
 use crate::server::{now_ms, Arg, ItemKey};
 use crate::write::{master_decided, publish, write_item, Effect, Judgement, Published};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -24,7 +24,7 @@ struct InitOptions {
     limit: i64,
     expiry: Option<Expiry>,
     window: Window,
-    outbox: Option<Outbox>,
+    stream_setting: Option<StreamSetting>,
     replace: bool,
 }
 
@@ -34,7 +34,7 @@ impl InitOptions {
             limit: 0,
             expiry: None,
             window: Window::default(),
-            outbox: None,
+            stream_setting: None,
             replace: false,
         };
         let mut limit_seen = false;
@@ -95,8 +95,8 @@ impl InitOptions {
             });
         }
         options.window = Window::new(start.unwrap_or(0), end.unwrap_or(0))?;
-        options.outbox = match (stream, maxlen) {
-            (Some(stream), maxlen) => Some(parse_outbox(stream, maxlen)?),
+        options.stream_setting = match (stream, maxlen) {
+            (Some(stream), maxlen) => Some(parse_stream_setting(stream, maxlen)?),
             (None, Some(_)) => return Err(RedisError::Str(ERR_SYNTAX)),
             (None, None) => None,
         };
@@ -104,7 +104,7 @@ impl InitOptions {
     }
 }
 
-fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError> {
+fn parse_stream_setting(stream: &Arg, maxlen: Option<&Arg>) -> Result<StreamSetting, RedisError> {
     let maxlen = match maxlen {
         Some(maxlen) => match integer(maxlen)? {
             maxlen if maxlen >= 0 => maxlen,
@@ -115,7 +115,7 @@ fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError
     if stream.as_bytes().is_empty() {
         return Err(RedisError::Str(ERR_SYNTAX));
     }
-    Ok(Outbox {
+    Ok(StreamSetting {
         stream: stream.as_bytes().into(),
         maxlen,
         // Both commands that name a stream declare it as a key: the
@@ -127,20 +127,24 @@ fn parse_outbox(stream: &Arg, maxlen: Option<&Arg>) -> Result<Outbox, RedisError
 /// Refuses an order stream the item cannot write in one step on any node,
 /// and one of another type. Whether the caller may write it the server
 /// checked already: both commands that name a stream declare it as a key.
-fn check_outbox(ctx: &Context, item_key: &Arg, outbox: &Outbox) -> Result<(), RedisError> {
+fn check_stream_setting(
+    ctx: &Context,
+    item_key: &Arg,
+    stream_setting: &StreamSetting,
+) -> Result<(), RedisError> {
     if master_decided(ctx) {
         // The master checked; a replica or a replay applies. That includes
         // the confirmation of a restored item's stream, which may name a
         // stream in another slot than the item's (outside a cluster).
         return Ok(());
     }
-    if *outbox.stream == *item_key.as_bytes() {
+    if *stream_setting.stream == *item_key.as_bytes() {
         return Err(RedisError::Str(ERR_STREAM_SELF));
     }
-    if key_slot(&outbox.stream) != key_slot(item_key.as_bytes()) {
+    if key_slot(&stream_setting.stream) != key_slot(item_key.as_bytes()) {
         return Err(RedisError::Str(ERR_STREAM_SLOT));
     }
-    order_stream::check_type(ctx, &outbox.stream)
+    order_stream::check_type(ctx, &stream_setting.stream)
 }
 
 fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
@@ -161,8 +165,8 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let stock = parse_stock(stock_arg)?;
     let options = InitOptions::parse(options_args)?;
-    if let Some(outbox) = &options.outbox {
-        check_outbox(ctx, name, outbox)?;
+    if let Some(stream_setting) = &options.stream_setting {
+        check_stream_setting(ctx, name, stream_setting)?;
     }
     // Many app servers initialise the same item at once; all but the first
     // find it there, and must not disturb WATCH or client tracking.
@@ -182,7 +186,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     let mut key = ItemKey::open_write(ctx, name);
     let mut item = SaleItem::new(stock, options.limit);
     item.set_window(options.window);
-    item.set_outbox(options.outbox.clone());
+    item.set_order_stream(options.stream_setting.clone());
     if !key.store(item) {
         return Err(RedisError::Str(ERR_STORE));
     }
@@ -298,11 +302,11 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
 /// SECKILL.STREAM key [stream_key [MAXLEN n]]: sets the item's order
 /// stream, or clears it when no stream is given.
 pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let outbox = match args {
+    let stream_setting = match args {
         [_, _] => None,
-        [_, _, stream] => Some(parse_outbox(stream, None)?),
+        [_, _, stream] => Some(parse_stream_setting(stream, None)?),
         [_, _, stream, keyword, maxlen] if keyword.is_keyword("MAXLEN") => {
-            Some(parse_outbox(stream, Some(maxlen))?)
+            Some(parse_stream_setting(stream, Some(maxlen))?)
         }
         [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
         _ => return Err(RedisError::WrongArity),
@@ -310,18 +314,18 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, ..] = args else {
         return Err(RedisError::WrongArity);
     };
-    if let Some(outbox) = &outbox {
-        check_outbox(ctx, name, outbox)?;
+    if let Some(stream_setting) = &stream_setting {
+        check_stream_setting(ctx, name, stream_setting)?;
     }
     write_item(
         ctx,
         name,
         |item, judging| {
-            if item.outbox() == outbox.as_ref() {
+            if item.order_stream() == stream_setting.as_ref() {
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
             Ok(Judgement::Decide(verbatim(
-                Change::Outbox(outbox),
+                Change::StreamSetting(stream_setting),
                 c"seckill.stream",
                 judging,
             )))

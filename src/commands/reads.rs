@@ -102,17 +102,19 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
         reply::integer(ctx, value);
     }
     reply::bytes(ctx, b"stream");
-    match item.outbox() {
-        Some(outbox) => reply::bytes(ctx, &outbox.stream),
+    match item.order_stream() {
+        Some(stream_setting) => reply::bytes(ctx, &stream_setting.stream),
         None => {
             reply::null(ctx);
         }
     }
     reply::bytes(ctx, b"stream_maxlen");
-    reply::integer(ctx, item.outbox().map_or(0, |o| o.maxlen));
+    reply::integer(ctx, item.order_stream().map_or(0, |o| o.maxlen));
     // After the older fields, so that clients reading by position still
     // find those where they were.
-    let stream_confirmed = item.outbox().is_some_and(|outbox| outbox.confirmed);
+    let stream_confirmed = item
+        .order_stream()
+        .is_some_and(|stream_setting| stream_setting.confirmed);
     for (field, value) in [
         ("moved_out", stats.moved_out),
         ("moved_in", stats.moved_in),

@@ -16,7 +16,7 @@
 //! [`settle_plan`]: SaleItem::settle_plan
 
 use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
-use super::{Confirmation, Deduction, ItemError, Moment, Outbox, SaleItem, Stock, Window};
+use super::{Confirmation, Deduction, ItemError, Moment, SaleItem, Stock, StreamSetting, Window};
 use std::collections::HashSet;
 
 pub use super::ledger::HoldRef;
@@ -61,7 +61,7 @@ pub enum Change<'a> {
     Release(Vec<HoldRef>),
     Add(i64),
     Window(Window),
-    Outbox(Option<Outbox>),
+    StreamSetting(Option<StreamSetting>),
     /// Gives `taken` units to another part (`TAKE`).
     Take {
         transfer_id: &'a [u8],
@@ -115,7 +115,7 @@ impl Change<'_> {
             Change::Add(qty) => Counted::Added(*qty),
             Change::Take { .. } => Counted::MovedOut,
             Change::TransferIn { units, .. } => Counted::MovedIn(*units),
-            Change::Nothing | Change::Window(_) | Change::Outbox(_) | Change::Settle(_) => {
+            Change::Nothing | Change::Window(_) | Change::StreamSetting(_) | Change::Settle(_) => {
                 Counted::Other
             }
         }
@@ -468,8 +468,8 @@ impl SaleItem {
                 at,
             } => self.apply_transfer_in(transfer_id, units, at),
             Change::Settle(transfer_id) => self.apply_settle(transfer_id),
-            Change::Outbox(outbox) => {
-                self.set_outbox(outbox);
+            Change::StreamSetting(stream_setting) => {
+                self.set_order_stream(stream_setting);
                 1
             }
         }

@@ -79,7 +79,7 @@ impl SaleItem {
             Change::Nothing
             | Change::Add(_)
             | Change::Window(_)
-            | Change::Outbox(_)
+            | Change::StreamSetting(_)
             | Change::Take { .. }
             | Change::TransferIn { .. }
             | Change::Settle(_) => {}

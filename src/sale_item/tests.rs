@@ -898,20 +898,28 @@ fn the_largest_numbers_survive_the_ledger_and_the_codec() {
 #[test]
 fn codec_keeps_the_order_stream() {
     let mut item = limited(5, 0);
-    item.set_outbox(Some(Outbox {
+    item.set_order_stream(Some(StreamSetting {
         stream: b"{sku:1}:orders".as_slice().into(),
         maxlen: 1000,
         confirmed: true,
     }));
     let loaded = round_trip(&item).unwrap();
-    assert_eq!(loaded.outbox(), item.outbox());
-    item.distrust_outbox();
+    assert_eq!(loaded.order_stream(), item.order_stream());
+    item.distrust_order_stream();
     let loaded = round_trip(&item).unwrap();
-    assert_eq!(loaded.outbox().map(|outbox| outbox.confirmed), Some(false));
-    item.confirm_outbox();
-    assert_eq!(round_trip(&item).unwrap().outbox(), item.outbox());
-    item.set_outbox(None);
-    assert_eq!(round_trip(&item).unwrap().outbox(), None);
+    assert_eq!(
+        loaded
+            .order_stream()
+            .map(|stream_setting| stream_setting.confirmed),
+        Some(false)
+    );
+    item.confirm_order_stream();
+    assert_eq!(
+        round_trip(&item).unwrap().order_stream(),
+        item.order_stream()
+    );
+    item.set_order_stream(None);
+    assert_eq!(round_trip(&item).unwrap().order_stream(), None);
 }
 
 // --- Judging with lapsed holds as released ---------------------------------

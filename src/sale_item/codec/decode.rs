@@ -6,7 +6,7 @@ use super::*;
 use crate::sale_item::bookkeeping::{within, Tally};
 use crate::sale_item::ledger::{Buyer, Lookup, NewRequest, RequestState, Unindexed, READ_AHEAD};
 use crate::sale_item::transfer::{Transfer, MAX_TRANSFERS};
-use crate::sale_item::{Outbox, SaleItem, Stock, Window, UNLIMITED_STOCK};
+use crate::sale_item::{SaleItem, Stock, StreamSetting, Window, UNLIMITED_STOCK};
 
 impl SaleItem {
     /// Builds an empty item from a header chunk.
@@ -56,12 +56,12 @@ impl SaleItem {
                 item.ledger.expired = expired;
             }
         }
-        let outbox = if version >= 4 { input.u8()? } else { NO_OUTBOX };
-        let confirmed = match outbox {
-            NO_OUTBOX => None,
-            OUTBOX => Some(true),
-            UNCONFIRMED_OUTBOX if version >= 7 => Some(false),
-            _ => return Err(DecodeError("bad outbox flag")),
+        let stream_setting = if version >= 4 { input.u8()? } else { NO_STREAM };
+        let confirmed = match stream_setting {
+            NO_STREAM => None,
+            CONFIRMED_STREAM => Some(true),
+            UNCONFIRMED_STREAM if version >= 7 => Some(false),
+            _ => return Err(DecodeError("bad order stream flag")),
         };
         if let Some(confirmed) = confirmed {
             let len = input.u32()? as usize;
@@ -69,7 +69,7 @@ impl SaleItem {
             if stream.is_empty() {
                 return Err(DecodeError("empty stream key"));
             }
-            item.set_outbox(Some(Outbox {
+            item.set_order_stream(Some(StreamSetting {
                 stream: stream.into(),
                 maxlen: input.non_negative()?,
                 confirmed,

@@ -30,18 +30,18 @@ impl SaleItem {
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
-        match self.outbox() {
-            Some(outbox) => {
-                out.push(if outbox.confirmed {
-                    OUTBOX
+        match self.order_stream() {
+            Some(stream_setting) => {
+                out.push(if stream_setting.confirmed {
+                    CONFIRMED_STREAM
                 } else {
-                    UNCONFIRMED_OUTBOX
+                    UNCONFIRMED_STREAM
                 });
-                out.extend_from_slice(&(outbox.stream.len() as u32).to_le_bytes());
-                out.extend_from_slice(&outbox.stream);
-                out.extend_from_slice(&outbox.maxlen.to_le_bytes());
+                out.extend_from_slice(&(stream_setting.stream.len() as u32).to_le_bytes());
+                out.extend_from_slice(&stream_setting.stream);
+                out.extend_from_slice(&stream_setting.maxlen.to_le_bytes());
             }
-            None => out.push(NO_OUTBOX),
+            None => out.push(NO_STREAM),
         }
         self.encode_transfers(&mut out);
         out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());

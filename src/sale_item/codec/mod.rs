@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! header:   'H' version:u8 unlimited:u8 stock limit initial added sold refunded:i64
-//!           [start end:i64] [expired:i64] [outbox:u8 {stream_len:u32 stream maxlen:i64}]
+//!           [start end:i64] [expired:i64] [stream:u8 {stream_len:u32 stream maxlen:i64}]
 //!           buyers:u64 requests:u64
 //! groups:   'G' count:u32 { user_len:u8 user units:varint requests:varint
 //!           { id_len:u8 id qty:varint reply:varint state:u8 deadline:varint }* }*
@@ -40,7 +40,7 @@
 //! ```
 //! (`dest_len` 0: no destination was given.)
 //!
-//! Version 7 writes the outbox byte as 2 for an order stream that came with
+//! Version 7 writes the order stream byte as 2 for an order stream that came with
 //! a RESTORE and is not confirmed yet (1: confirmed).
 //!
 //! Older chunks stay readable. Fixed-width integers are little-endian;
@@ -69,15 +69,15 @@ mod whole_load;
 pub use whole_load::WholeLoad;
 
 /// Bumped whenever the layout changes; older versions stay readable.
-/// Version 2 added the sale window, version 3 holds, version 4 the outbox,
+/// Version 2 added the sale window, version 3 holds, version 4 the order stream,
 /// version 5 group chunks, version 6 stock transfers, version 7 order
 /// streams not yet confirmed.
 pub const FORMAT_VERSION: u8 = 7;
 
-// The header's outbox byte.
-const NO_OUTBOX: u8 = 0;
-const OUTBOX: u8 = 1;
-const UNCONFIRMED_OUTBOX: u8 = 2;
+// The header's order stream byte.
+const NO_STREAM: u8 = 0;
+const CONFIRMED_STREAM: u8 = 1;
+const UNCONFIRMED_STREAM: u8 = 2;
 
 // Kinds of transfer records.
 const TRANSFER_OPEN: u8 = 0;

@@ -3,7 +3,7 @@ use super::reader::Reader;
 use super::*;
 use crate::sale_item::ledger::put_varint;
 use crate::sale_item::{Moment, RequestState};
-use crate::sale_item::{Outbox, SaleItem, Stock, Window, UNLIMITED_STOCK};
+use crate::sale_item::{SaleItem, Stock, StreamSetting, Window, UNLIMITED_STOCK};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -248,7 +248,7 @@ fn apply(item: &mut SaleItem, op: &Op, now: &mut i64) {
 fn new_item(stock: Option<i64>, limit: i64, stream: bool) -> SaleItem {
     let mut item = SaleItem::new(stock.map_or(Stock::Unlimited, Stock::Limited), limit);
     if stream {
-        item.set_outbox(Some(Outbox {
+        item.set_order_stream(Some(StreamSetting {
             stream: b"{sku}:orders".as_slice().into(),
             maxlen: 100,
             confirmed: true,
