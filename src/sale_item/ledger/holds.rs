@@ -302,17 +302,11 @@ impl HoldBook {
             // The usual case: every unit is in a hold, and the last one
             // to lapse empties the buyer.
             held if held == units => Some(holder.latest),
-            // More held than the buyer has (only a damaged item): the
-            // first moment enough of it is due.
-            _ => {
-                let mut due = 0i64;
-                self.own_due(buyer, i64::MAX)
-                    .find(|(_, qty)| {
-                        due = due.saturating_add(*qty);
-                        due >= units
-                    })
-                    .map(|((deadline, _), _)| deadline)
-            }
+            // More held than the buyer has: only an item being loaded from
+            // bytes that the load's final check refuses (requests for more
+            // units than their user holds). No walk of the buyer's holds,
+            // which a forged payload could make cost one per hold it adds.
+            _ => None,
         };
         if holder.held == 0 {
             self.holders.remove(&buyer);
@@ -541,6 +535,14 @@ mod tests {
                         book.units_changed(held.buyer, after);
                     }
                     Step::Units { buyer, units: after } => {
+                        // A buyer holds at least what its pending holds do.
+                        let held: i64 = book
+                            .by_deadline
+                            .values()
+                            .filter(|held| held.buyer == buyer)
+                            .map(|held| held.qty)
+                            .sum();
+                        let after = after.max(held);
                         units.insert(buyer, after);
                         book.units_changed(buyer, after);
                     }
