@@ -15,7 +15,7 @@ mod transfer;
 #[cfg(test)]
 pub use judged_and_applied::{Lapsed, Restock};
 
-pub use change::{Change, Counted, HoldRef, LapseMoment, Order, Verdict};
+pub use change::{Change, Counted, HoldRef, Order, Verdict};
 pub use events::EventView;
 #[cfg(test)]
 pub use ledger::RequestState;
@@ -116,14 +116,54 @@ pub struct StreamSetting {
     pub confirmed: bool,
 }
 
-/// The time a purchase is judged at.
+/// The moment a write is judged at, in Unix milliseconds: the one name
+/// of time in the sale's rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moment {
-    /// The server's clock, in Unix milliseconds.
-    At(i64),
-    /// The master already judged the time (a replica applying its purchase,
-    /// or an AOF replay); judging again by another clock would diverge.
-    Decided,
+    /// This server decides the write, at this reading of its clock: the
+    /// sale window is checked at it, and holds due by then count as
+    /// released.
+    Now(i64),
+    /// This server applies a write its master decided at this moment (the
+    /// `AT` it sent): holds due by then count as released, as they did
+    /// there, and the window was the master's to check.
+    Decided(i64),
+    /// No clock judges the write: its item has no holds, window or order
+    /// stream, or it is a master's decision made with nothing lapsing.
+    /// Judging again by another clock would diverge.
+    Untimed,
+}
+
+impl Moment {
+    /// The moment holds due by count as released, if any.
+    pub fn lapses_at(self) -> Option<i64> {
+        match self {
+            Moment::Now(at) | Moment::Decided(at) => Some(at),
+            Moment::Untimed => None,
+        }
+    }
+
+    /// This server's clock, where it decides.
+    pub fn now(self) -> Option<i64> {
+        match self {
+            Moment::Now(now) => Some(now),
+            Moment::Decided(_) | Moment::Untimed => None,
+        }
+    }
+
+    /// The moment of a write its master decided at `decided_at` (its `AT`),
+    /// where this server does not decide.
+    pub fn or_decided(self, decided_at: Option<i64>) -> Moment {
+        match (self, decided_at) {
+            (Moment::Untimed, Some(at)) => Moment::Decided(at),
+            (moment, _) => moment,
+        }
+    }
+
+    /// True if a hold due at `deadline` counts as lapsed at this moment.
+    pub fn has_passed(self, deadline: i64) -> bool {
+        self.lapses_at().is_some_and(|at| deadline <= at)
+    }
 }
 
 /// Calls the item refuses; none of them changes anything.
@@ -410,7 +450,7 @@ impl SaleItem {
         let Lookup::Found(buyer) = self.ledger.find_buyer(user) else {
             return 0;
         };
-        let (_, lapsing) = self.lapsing(Some(now), Some(buyer.handle()));
+        let (_, lapsing) = self.lapsing(Moment::Now(now), Some(buyer.handle()));
         buyer.units.saturating_sub(lapsing).max(0)
     }
 

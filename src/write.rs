@@ -17,7 +17,7 @@
 use crate::hold_registry;
 use crate::order_stream::{self, OrderStream};
 use crate::rewrite::Rewrite;
-use crate::sale_item::{Change, HoldRef, LapseMoment, SaleItem, StreamSetting};
+use crate::sale_item::{Change, HoldRef, Moment, SaleItem, StreamSetting};
 use crate::server::notify::{notify_keyspace_event, replicate};
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
@@ -57,29 +57,23 @@ pub struct Decision<'a> {
     pub effect: Effect<'a>,
     /// The keyspace event of the change (`seckill.deduct`, ...).
     pub event: Option<&'static CStr>,
-    /// The moment lapses were judged at.
-    pub at: LapseMoment,
+    /// The moment the change was judged at.
+    pub moment: Moment,
 }
 
-/// How this server takes part in a write.
-#[derive(Clone, Copy)]
-pub struct Judging {
-    /// The server's clock, where this server decides (a master); `None`
-    /// where it applies its master's decisions (a replica, an AOF replay).
-    pub now: Option<i64>,
-}
-
-impl Judging {
-    /// How this server judges a write to `item`. An item with no holds, no
-    /// window and no order stream is judged alike everywhere, so the hot
-    /// path of a plain sale asks neither the server's role nor its clock.
-    pub fn of(ctx: &Context, item: &SaleItem) -> Judging {
-        let clock_free = item.next_deadline().is_none()
-            && item.window().is_always_open()
-            && item.order_stream().is_none();
-        Judging {
-            now: (!clock_free && !master_decided(ctx)).then(now_ms),
-        }
+/// The moment this server judges a write to `item` at: its clock where it
+/// decides (a master), untimed where it applies its master's decisions (a
+/// replica, an AOF replay). An item with no holds, no window and no order
+/// stream is judged alike at any moment, so the hot path of a plain sale
+/// asks neither the server's role nor its clock.
+pub fn moment_of(ctx: &Context, item: &SaleItem) -> Moment {
+    let untimed = item.next_deadline().is_none()
+        && item.window().is_always_open()
+        && item.order_stream().is_none();
+    if untimed || master_decided(ctx) {
+        Moment::Untimed
+    } else {
+        Moment::Now(now_ms())
     }
 }
 
@@ -98,20 +92,20 @@ pub enum Judgement<'a> {
 pub fn write_item<'a>(
     ctx: &Context,
     name: &Arg,
-    judge: impl FnOnce(&SaleItem, Judging) -> Result<Judgement<'a>, RedisError>,
-    reply: impl FnOnce(&SaleItem, i64, Judging) -> RedisValue,
+    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
+    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
 ) -> RedisResult {
     let mut key = ItemKey::open_read(ctx, name);
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    let judging = Judging::of(ctx, item);
-    let decision = match judge(item, judging)? {
+    let moment = moment_of(ctx, item);
+    let decision = match judge(item, moment)? {
         Judgement::Decide(decision) => decision,
         Judgement::Answer(answer) => return Ok(answer),
     };
-    let figure = commit(ctx, name, item, decision, judging, SETTLE_PER_WRITE)?;
-    Ok(reply(item, figure, judging))
+    let figure = commit(ctx, name, item, decision, SETTLE_PER_WRITE)?;
+    Ok(reply(item, figure, moment))
 }
 
 /// Settles, records the events of, applies and publishes `decision`.
@@ -124,22 +118,21 @@ fn commit(
     name: &Arg,
     item: &mut SaleItem,
     decision: Decision,
-    judging: Judging,
     settle_budget: usize,
 ) -> Result<i64, RedisError> {
     let Decision {
         change,
         effect,
         event,
-        at,
+        moment,
     } = decision;
     // Only the server that decides releases lapsed holds; its replicas and
     // its AOF receive each release as SECKILL.RELEASE.
     let lapsing = matches!(
-        (judging.now, item.next_deadline()),
+        (moment.now(), item.next_deadline()),
         (Some(now), Some(deadline)) if deadline <= now
     );
-    let settle: Vec<HoldRef> = match judging.now {
+    let settle: Vec<HoldRef> = match moment.now() {
         Some(now) if lapsing => {
             let unvouched = item
                 .order_stream()
@@ -153,9 +146,9 @@ fn commit(
         }
         _ => Vec::new(),
     };
-    let stream = match (judging.now, item.order_stream()) {
+    let stream = match (moment.now(), item.order_stream()) {
         (Some(_), Some(stream_setting)) => {
-            let events = item.events(&settle, &change, at);
+            let events = item.events(&settle, &change, moment);
             if events.is_empty() {
                 None
             } else {
@@ -327,10 +320,9 @@ pub fn sweep_step(ctx: &Context, name: &Arg, id: usize, now: i64, budget: usize)
         change: Change::Nothing,
         effect: Effect::Nothing,
         event: None,
-        at: Some(now),
+        moment: Moment::Now(now),
     };
-    let judging = Judging { now: Some(now) };
-    match commit(ctx, name, item, decision, judging, budget) {
+    match commit(ctx, name, item, decision, budget) {
         Ok(_) => Swept::Released {
             more_due: item.next_deadline().is_some_and(|deadline| deadline <= now),
         },

@@ -239,9 +239,9 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     let (name, qty, transfer) = match args {
         [_, name, qty] => (name, qty, None),
         [_, name, qty, keyword, transfer_id, rest @ ..] if keyword.is_keyword("ID") => {
-            // AT ms: the moment the master judged lapses at, for the stock
+            // AT ms: the moment the master judged the call at, for the stock
             // the transfer replies. Only the master and the AOF send it.
-            let judged_at = match rest {
+            let decided_at = match rest {
                 [] => None,
                 [at, ms] if at.is_keyword("AT") && master_decided(ctx) => Some(integer(ms)?),
                 _ => return Err(RedisError::Str(ERR_SYNTAX)),
@@ -249,28 +249,28 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
             (
                 name,
                 qty,
-                Some((id(transfer_id, ERR_BAD_TRANSFER)?, judged_at)),
+                Some((id(transfer_id, ERR_BAD_TRANSFER)?, decided_at)),
             )
         }
         [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
         _ => return Err(RedisError::WrongArity),
     };
     let qty = positive(qty)?;
-    if let Some((transfer_id, judged_at)) = transfer {
-        return receive_transfer(ctx, name, qty, transfer_id, judged_at);
+    if let Some((transfer_id, decided_at)) = transfer {
+        return receive_transfer(ctx, name, qty, transfer_id, decided_at);
     }
     write_item(
         ctx,
         name,
-        |item, judging| {
-            Ok(match item.judge_add(qty, lapses(judging))? {
+        |item, moment| {
+            Ok(match item.judge_add(qty, moment)? {
                 Verdict::Answer(remaining) => Judgement::Answer(RedisValue::Integer(remaining)),
                 Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.add", judging))
+                    Judgement::Decide(verbatim(change, c"seckill.add", moment))
                 }
             })
         },
-        |item, _, judging| RedisValue::Integer(stock_now(item, judging)),
+        |item, _, moment| RedisValue::Integer(stock_now(item, moment)),
     )
 }
 
@@ -284,7 +284,7 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
+        |item, moment| {
             // The same window again changes nothing: nothing to replicate.
             if item.window() == window {
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));
@@ -292,7 +292,7 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
             Ok(Judgement::Decide(verbatim(
                 Change::Window(window),
                 c"seckill.window",
-                judging,
+                moment,
             )))
         },
         |_, _, _| RedisValue::Integer(1),
@@ -320,14 +320,14 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
+        |item, moment| {
             if item.order_stream() == stream_setting.as_ref() {
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
             Ok(Judgement::Decide(verbatim(
                 Change::StreamSetting(stream_setting),
                 c"seckill.stream",
-                judging,
+                moment,
             )))
         },
         |_, _, _| RedisValue::Integer(1),

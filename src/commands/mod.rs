@@ -17,9 +17,9 @@ pub use reads::{bought, get, holds, info};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};
 
-use crate::sale_item::{Change, LapseMoment, SaleItem, MAX_ID_LEN};
+use crate::sale_item::{Change, Moment, SaleItem, MAX_ID_LEN};
 use crate::server::{now_ms, Arg};
-use crate::write::{master_decided, Decision, Effect, Judging};
+use crate::write::{master_decided, Decision, Effect};
 use redis_module::{Context, RedisError};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -87,36 +87,31 @@ fn check_configured_id_length(
     )))
 }
 
-/// The moment a write judges lapses at, where this server decides.
-fn lapses(judging: Judging) -> LapseMoment {
-    judging.now
-}
-
 /// The moment this server judges a write at, when some of the item's holds
 /// have lapsed by then: what a reply that counts them depends on, and so
 /// what the write must carry to replicas and the AOF (`AT`).
-fn judged_with_lapses(item: &SaleItem, judging: Judging) -> Option<i64> {
-    judging.now.filter(|now| {
+fn judged_with_lapses(item: &SaleItem, moment: Moment) -> Option<i64> {
+    moment.now().filter(|now| {
         item.next_deadline()
             .is_some_and(|deadline| deadline <= *now)
     })
 }
 
 /// The stock reads report: lapsed holds count as given back.
-fn stock_now(item: &SaleItem, judging: Judging) -> i64 {
-    match (judging.now, item.next_deadline()) {
+fn stock_now(item: &SaleItem, moment: Moment) -> i64 {
+    match (moment.now(), item.next_deadline()) {
         (Some(now), Some(_)) => item.remaining_at(now),
         _ => item.remaining(),
     }
 }
 
 /// A change to make, replicated as the client sent it.
-fn verbatim<'a>(change: Change<'a>, event: &'static CStr, judging: Judging) -> Decision<'a> {
+fn verbatim<'a>(change: Change<'a>, event: &'static CStr, moment: Moment) -> Decision<'a> {
     Decision {
         change,
         effect: Effect::Verbatim,
         event: Some(event),
-        at: lapses(judging),
+        moment,
     }
 }
 

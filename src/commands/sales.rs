@@ -5,9 +5,7 @@ use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
 use crate::server::{now_ms, Arg};
 use crate::stats;
-use crate::write::{
-    fence_repeat, master_decided, write_item, Decision, Effect, Judgement, Judging,
-};
+use crate::write::{fence_repeat, master_decided, write_item, Decision, Effect, Judgement};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// How long a hold lasts, as DEDUCT was given it.
@@ -22,10 +20,10 @@ enum Hold {
 struct DeductOptions<'a> {
     request_id: Option<&'a [u8]>,
     hold: Option<Hold>,
-    /// AT unix-ms: the moment the master judged lapsed holds at. Only its
+    /// AT unix-ms: the moment the master judged the call at. Only its
     /// master or the AOF sends it, so that a replica records the reply the
     /// master gave.
-    judged_at: Option<i64>,
+    decided_at: Option<i64>,
 }
 
 impl<'a> DeductOptions<'a> {
@@ -33,7 +31,7 @@ impl<'a> DeductOptions<'a> {
         let mut options = DeductOptions {
             request_id: None,
             hold: None,
-            judged_at: None,
+            decided_at: None,
         };
         let mut args = args.iter();
         while let Some(option) = args.next() {
@@ -52,8 +50,8 @@ impl<'a> DeductOptions<'a> {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
-            } else if option.is_keyword("AT") && options.judged_at.is_none() && from_master() {
-                options.judged_at = Some(integer(value)?);
+            } else if option.is_keyword("AT") && options.decided_at.is_none() && from_master() {
+                options.decided_at = Some(integer(value)?);
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
             }
@@ -73,20 +71,14 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user_arg, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
-    let judge = |item: &SaleItem, judging: Judging| {
+    let judge = |item: &SaleItem, moment: Moment| {
         check_configured_id_length(ctx, item, user, options.request_id)?;
-        // The window is judged only where this server decides: a replica or
-        // an AOF replay applies what its master already accepted.
-        let moment = match judging.now {
-            Some(now) if !item.window().is_always_open() => Moment::At(now),
-            _ => Moment::Decided,
-        };
         let hold_until = match options.hold {
             None => None,
             Some(Hold::Until(unix_ms)) => Some(unix_ms),
             Some(Hold::For(millis)) => Some(
-                judging
-                    .now
+                moment
+                    .now()
                     .unwrap_or_else(now_ms)
                     .checked_add(millis)
                     .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
@@ -98,8 +90,8 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             request_id: options.request_id,
             hold_until,
         };
-        let at = judging.now.or(options.judged_at);
-        let change = match item.judge_deduct(order, moment, at)? {
+        let moment = moment.or_decided(options.decided_at);
+        let change = match item.judge_deduct(order, moment)? {
             Verdict::Answer(deduction) => {
                 if matches!(deduction, Deduction::Replayed { .. } | Deduction::Cancelled) {
                     fence_repeat(ctx);
@@ -113,7 +105,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         // The reply a replica records must be the master's: send the
         // deadline a relative hold reached, and the moment lapses were
         // judged at when some were lapsing.
-        let lapsing = judged_with_lapses(item, judging);
+        let lapsing = judged_with_lapses(item, moment);
         let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
         let own_lapses = matches!(&change, Change::Deduct(purchase) if purchase.counted_own_lapses);
         let effect = match (options.request_id, hold_until) {
@@ -153,7 +145,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             change,
             effect,
             event: Some(c"seckill.deduct"),
-            at,
+            moment,
         }))
     };
     let reply = write_item(ctx, name, judge, |_, remaining, _| {
@@ -190,8 +182,8 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
-            Ok(match item.judge_confirm(request_id, lapses(judging)) {
+        |item, moment| {
+            Ok(match item.judge_confirm(request_id, moment) {
                 Verdict::Answer(confirmation) => {
                     fence_repeat(ctx);
                     Judgement::Answer(RedisValue::Integer(match confirmation {
@@ -202,7 +194,7 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                     }))
                 }
                 Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.confirm", judging))
+                    Judgement::Decide(verbatim(change, c"seckill.confirm", moment))
                 }
             })
         },
@@ -226,11 +218,11 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
-            Ok(match item.judge_release(&request_ids, lapses(judging)) {
+        |item, moment| {
+            Ok(match item.judge_release(&request_ids, moment) {
                 Verdict::Answer(released) => Judgement::Answer(RedisValue::Integer(released)),
                 Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.expire", judging))
+                    Judgement::Decide(verbatim(change, c"seckill.expire", moment))
                 }
             })
         },
@@ -247,14 +239,14 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
-            Ok(match item.judge_refund(request_id, lapses(judging))? {
+        |item, moment| {
+            Ok(match item.judge_refund(request_id, moment)? {
                 Verdict::Answer(units) => {
                     fence_repeat(ctx);
                     Judgement::Answer(RedisValue::Integer(units))
                 }
                 Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.refund", judging))
+                    Judgement::Decide(verbatim(change, c"seckill.refund", moment))
                 }
             })
         },

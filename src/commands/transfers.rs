@@ -16,21 +16,21 @@ pub(super) fn receive_transfer(
     name: &Arg,
     qty: i64,
     transfer_id: &[u8],
-    judged_at: Option<i64>,
+    decided_at: Option<i64>,
 ) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
-            let at = judging.now.or(judged_at);
-            let change = match item.judge_transfer_in(transfer_id, qty, at)? {
+        |item, moment| {
+            let moment = moment.or_decided(decided_at);
+            let change = match item.judge_transfer_in(transfer_id, qty, moment)? {
                 Verdict::Answer(reply) => return Ok(Judgement::Answer(RedisValue::Integer(reply))),
                 Verdict::Change(change) => change,
             };
             // The stock recorded as the reply counts lapsed holds as given
             // back: a replica must judge them at the master's moment.
-            let Some(now) = judged_with_lapses(item, judging) else {
-                return Ok(Judgement::Decide(verbatim(change, c"seckill.add", judging)));
+            let Some(now) = judged_with_lapses(item, moment) else {
+                return Ok(Judgement::Decide(verbatim(change, c"seckill.add", moment)));
             };
             let mut rewrite = Rewrite::of(c"SECKILL.ADD");
             rewrite
@@ -43,7 +43,7 @@ pub(super) fn receive_transfer(
                 change,
                 effect: Effect::Rewritten(rewrite),
                 event: Some(c"seckill.add"),
-                at: lapses(judging),
+                moment,
             }))
         },
         |_, reply, _| RedisValue::Integer(reply),
@@ -91,7 +91,7 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
+        |item, moment| {
             let change = match item.judge_take(take)? {
                 Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
                 Verdict::Change(change) => change,
@@ -113,7 +113,7 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
                 change,
                 effect: Effect::Rewritten(rewrite),
                 event: Some(c"seckill.take"),
-                at: lapses(judging),
+                moment,
             }))
         },
         |_, taken, _| RedisValue::Integer(taken),
@@ -131,11 +131,11 @@ pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
     write_item(
         ctx,
         name,
-        |item, judging| {
+        |item, moment| {
             Ok(match item.judge_settle(transfer_id) {
                 Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
                 Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.settle", judging))
+                    Judgement::Decide(verbatim(change, c"seckill.settle", moment))
                 }
             })
         },

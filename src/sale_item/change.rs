@@ -69,12 +69,12 @@ pub enum Change<'a> {
         taken: i64,
         destination: Option<&'a [u8]>,
     },
-    /// Receives `units` from another part (`ADD ... ID`), lapses judged at
-    /// `at` for the stock it replies.
+    /// Receives `units` from another part (`ADD ... ID`), judged at
+    /// `moment` for the stock it replies.
     TransferIn {
         transfer_id: &'a [u8],
         units: i64,
-        at: LapseMoment,
+        moment: Moment,
     },
     /// Closes a transfer given out (`SETTLE`).
     Settle(&'a [u8]),
@@ -135,17 +135,11 @@ impl Change<'_> {
     }
 }
 
-/// When a write judges lapses: holds whose deadline is at or before this
-/// moment (Unix ms) count as released. `None` counts none as lapsed: a
-/// replica or AOF replay applying a call its master judged with nothing
-/// lapsing.
-pub type LapseMoment = Option<i64>;
-
 impl SaleItem {
-    /// Units of holds due at `at`: of everyone, and of the buyer whose name
-    /// handle is `buyer`.
-    pub(super) fn lapsing(&self, at: LapseMoment, buyer: Option<u32>) -> (i64, i64) {
-        let Some(at) = at else {
+    /// Units of holds lapsed at `moment`: of everyone, and of the buyer
+    /// whose name handle is `buyer`.
+    pub(super) fn lapsing(&self, moment: Moment, buyer: Option<u32>) -> (i64, i64) {
+        let Some(at) = moment.lapses_at() else {
             return (0, 0);
         };
         let all = self.ledger.lapsed(at).units;
@@ -157,8 +151,8 @@ impl SaleItem {
     }
 
     /// The stock reads report at `at`: lapsed holds count as given back.
-    pub fn remaining_at(&self, at: i64) -> i64 {
-        self.virtual_stock(self.lapsing(Some(at), None).0)
+    pub fn remaining_at(&self, now: i64) -> i64 {
+        self.virtual_stock(self.lapsing(Moment::Now(now), None).0)
     }
 
     pub(super) fn virtual_stock(&self, lapsing: i64) -> i64 {
@@ -168,18 +162,11 @@ impl SaleItem {
         }
     }
 
-    /// True if the hold of request `handle`, with `deadline`, counts as
-    /// lapsed at `at`.
-    pub(super) fn is_lapsed(deadline: i64, at: LapseMoment) -> bool {
-        at.is_some_and(|at| deadline <= at)
-    }
-
-    /// Judges a DEDUCT. `moment` judges the sale window, `at` the lapses.
+    /// Judges a DEDUCT at `moment`.
     pub fn judge_deduct<'a>(
         &self,
         order: Order<'a>,
         moment: Moment,
-        at: LapseMoment,
     ) -> Result<Verdict<'a, Deduction>, ItemError> {
         let Order {
             user,
@@ -203,7 +190,7 @@ impl SaleItem {
                     return Err(ItemError::RequestMismatch);
                 }
                 let lapsed =
-                    request.state == RequestState::Held && Self::is_lapsed(request.deadline, at);
+                    request.state == RequestState::Held && moment.has_passed(request.deadline);
                 return Ok(Verdict::Answer(match request.state {
                     RequestState::Refunded | RequestState::Expired => Deduction::Cancelled,
                     RequestState::Held if lapsed => Deduction::Cancelled,
@@ -215,7 +202,7 @@ impl SaleItem {
             Some(Lookup::Missing(hash)) => Some(hash),
             None => None,
         };
-        if let Moment::At(now) = moment {
+        if let Some(now) = moment.now() {
             if let Some(refusal) = self.window().refusal(now) {
                 return Ok(Verdict::Answer(refusal));
             }
@@ -224,7 +211,7 @@ impl SaleItem {
         let lapsing = if self.ledger.holds.is_empty() {
             0
         } else {
-            self.lapsing(at, None).0
+            self.lapsing(moment, None).0
         };
         let remaining = match self.stock {
             Stock::Limited(_) => match self.virtual_stock(lapsing) {
@@ -235,7 +222,7 @@ impl SaleItem {
         };
         let buyer = self.ledger.find_buyer(user);
         let own_lapsing = match buyer {
-            Lookup::Found(buyer) if lapsing > 0 => self.lapsing(at, Some(buyer.handle())).1,
+            Lookup::Found(buyer) if lapsing > 0 => self.lapsing(moment, Some(buyer.handle())).1,
             _ => 0,
         };
         let held = match buyer {
@@ -277,7 +264,7 @@ impl SaleItem {
     pub fn judge_confirm(
         &self,
         request_id: &[u8],
-        at: LapseMoment,
+        moment: Moment,
     ) -> Verdict<'static, Confirmation> {
         let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
             return Verdict::Answer(Confirmation::Cancelled);
@@ -285,7 +272,7 @@ impl SaleItem {
         let request = self.ledger.request(handle);
         match request.state {
             RequestState::Purchased => Verdict::Answer(Confirmation::AlreadyConfirmed),
-            RequestState::Held if !Self::is_lapsed(request.deadline, at) => {
+            RequestState::Held if !moment.has_passed(request.deadline) => {
                 Verdict::Change(Change::Confirm((request.deadline, handle)))
             }
             _ => Verdict::Answer(Confirmation::Cancelled),
@@ -297,7 +284,7 @@ impl SaleItem {
     pub fn judge_refund(
         &self,
         request_id: &[u8],
-        at: LapseMoment,
+        moment: Moment,
     ) -> Result<Verdict<'static, i64>, ItemError> {
         let Lookup::Found(handle) = self.ledger.find_request(request_id) else {
             return Ok(Verdict::Answer(0));
@@ -305,7 +292,7 @@ impl SaleItem {
         let request = self.ledger.request(handle);
         let hold = match request.state {
             RequestState::Purchased => None,
-            RequestState::Held if !Self::is_lapsed(request.deadline, at) => {
+            RequestState::Held if !moment.has_passed(request.deadline) => {
                 Some((request.deadline, handle))
             }
             _ => return Ok(Verdict::Answer(0)),
@@ -316,7 +303,7 @@ impl SaleItem {
             return Ok(Verdict::Answer(0));
         }
         // The stock may be given back every lapsed unit before this one.
-        let (lapsing, _) = self.lapsing(at, None);
+        let (lapsing, _) = self.lapsing(moment, None);
         if let Stock::Limited(_) = self.stock {
             self.virtual_stock(lapsing)
                 .checked_add(request.qty)
@@ -333,9 +320,9 @@ impl SaleItem {
     }
 
     /// Judges a RELEASE of the named holds, whatever their deadline. A hold
-    /// lapsed at `at` counts as released already, as reads report it.
+    /// lapsed at `moment` counts as released already, as reads report it.
     /// Answers 0 when none of them is pending.
-    pub fn judge_release(&self, request_ids: &[&[u8]], at: LapseMoment) -> Verdict<'static, i64> {
+    pub fn judge_release(&self, request_ids: &[&[u8]], moment: Moment) -> Verdict<'static, i64> {
         let mut holds: Vec<HoldRef> = Vec::new();
         // In the order named, each once: a set, because a call may name
         // tens of thousands of ids (a search of the list for each made such
@@ -346,7 +333,7 @@ impl SaleItem {
                 let request = self.ledger.request(handle);
                 let hold = (request.deadline, handle);
                 let pending =
-                    request.state == RequestState::Held && !Self::is_lapsed(request.deadline, at);
+                    request.state == RequestState::Held && !moment.has_passed(request.deadline);
                 if pending && named.insert(hold) {
                     holds.push(hold);
                 }
@@ -360,7 +347,7 @@ impl SaleItem {
     }
 
     /// Judges an ADD of `qty` units; answers the stock of an unlimited item.
-    pub fn judge_add(&self, qty: i64, at: LapseMoment) -> Result<Verdict<'static, i64>, ItemError> {
+    pub fn judge_add(&self, qty: i64, moment: Moment) -> Result<Verdict<'static, i64>, ItemError> {
         if qty <= 0 {
             return Err(ItemError::NonPositiveQuantity);
         }
@@ -380,7 +367,7 @@ impl SaleItem {
         if supplied == super::UNLIMITED_STOCK {
             return Err(ItemError::Overflow);
         }
-        let (lapsing, _) = self.lapsing(at, None);
+        let (lapsing, _) = self.lapsing(moment, None);
         self.virtual_stock(lapsing)
             .checked_add(qty)
             .ok_or(ItemError::Overflow)?;
@@ -465,8 +452,8 @@ impl SaleItem {
             Change::TransferIn {
                 transfer_id,
                 units,
-                at,
-            } => self.apply_transfer_in(transfer_id, units, at),
+                moment,
+            } => self.apply_transfer_in(transfer_id, units, moment),
             Change::Settle(transfer_id) => self.apply_settle(transfer_id),
             Change::StreamSetting(stream_setting) => {
                 self.set_order_stream(stream_setting);

@@ -1,8 +1,8 @@
 //! The order-stream events of a write, read from the item before it
 //! changes: what `write` appends to the stream in the same step.
 
-use super::change::{Change, HoldRef, LapseMoment};
-use super::{SaleItem, Stock};
+use super::change::{Change, HoldRef};
+use super::{Moment, SaleItem, Stock};
 
 /// One order-stream event a write produces, read from the item before it
 /// changes.
@@ -19,14 +19,14 @@ pub struct EventView<'s> {
 
 impl SaleItem {
     /// The events of releasing `settle` and then making `change`, judged
-    /// at `at` as the change was.
+    /// at `moment` as the change was.
     pub fn events<'s>(
         &'s self,
         settle: &[HoldRef],
         change: &'s Change,
-        at: LapseMoment,
+        moment: Moment,
     ) -> Vec<EventView<'s>> {
-        let stock = self.virtual_stock(self.lapsing(at, None).0);
+        let stock = self.virtual_stock(self.lapsing(moment, None).0);
         let request_event = |kind, handle: u32, stock| {
             let request = self.ledger.request(handle);
             EventView {
@@ -66,7 +66,7 @@ impl SaleItem {
             Change::Release(holds) => {
                 let mut after = stock;
                 for (deadline, handle) in holds {
-                    if !Self::is_lapsed(*deadline, at) {
+                    if !moment.has_passed(*deadline) {
                         if let (Stock::Limited(_), Some(qty)) =
                             (self.stock, self.ledger.holds.qty(&(*deadline, *handle)))
                         {

@@ -35,7 +35,7 @@ impl Restock {
 impl SaleItem {
     /// Puts `qty` more units on sale.
     pub fn add(&mut self, qty: i64) -> Result<Restock, ItemError> {
-        Ok(match self.judge_add(qty, None)? {
+        Ok(match self.judge_add(qty, Moment::Untimed)? {
             Verdict::Answer(_) => Restock::Unlimited,
             Verdict::Change(change) => Restock::Added {
                 remaining: self.apply(&[], change),
@@ -45,8 +45,8 @@ impl SaleItem {
     /// Sells `qty` units to `user` if the sale window, the stock and the
     /// user's limit allow, recording the purchase under `request_id` when
     /// one is given. With `hold_until` (Unix ms; it needs a request id) the
-    /// units are reserved until CONFIRM, REFUND or that deadline. Lapsed
-    /// holds count as pending: the judging with lapses is `judge_deduct`.
+    /// units are reserved until CONFIRM, REFUND or that deadline. Judged at
+    /// `moment`, releasing the lapsed holds its sale needs, as the module does.
     pub fn deduct(
         &mut self,
         user: &[u8],
@@ -61,17 +61,23 @@ impl SaleItem {
             request_id,
             hold_until,
         };
-        Ok(match self.judge_deduct(order, moment, None)? {
+        Ok(match self.judge_deduct(order, moment)? {
             Verdict::Answer(deduction) => deduction,
-            Verdict::Change(change) => Deduction::Bought {
-                remaining: self.apply(&[], change),
-            },
+            Verdict::Change(change) => {
+                let settle = match moment.lapses_at() {
+                    Some(at) => self.settle_plan(&change, at, 0),
+                    None => Vec::new(),
+                };
+                Deduction::Bought {
+                    remaining: self.apply(&settle, change),
+                }
+            }
         })
     }
 
     /// Turns the pending hold under `request_id` into a purchase for good.
     pub fn confirm(&mut self, request_id: &[u8]) -> Confirmation {
-        match self.judge_confirm(request_id, None) {
+        match self.judge_confirm(request_id, Moment::Untimed) {
             Verdict::Answer(confirmation) => confirmation,
             Verdict::Change(change) => {
                 self.apply(&[], change);
@@ -98,7 +104,7 @@ impl SaleItem {
     /// replay does when its master released them. Returns those that were
     /// still pending.
     pub fn release(&mut self, request_ids: &[&[u8]]) -> Vec<Lapsed> {
-        match self.judge_release(request_ids, None) {
+        match self.judge_release(request_ids, Moment::Untimed) {
             Verdict::Answer(_) => Vec::new(),
             Verdict::Change(Change::Release(holds)) => {
                 let lapsed = holds.iter().map(|hold| self.lapsed(*hold)).collect();
@@ -114,7 +120,7 @@ impl SaleItem {
     /// Gives back the units bought under `request_id`, once. Returns the
     /// units returned: 0 when the id is unknown or already refunded.
     pub fn refund(&mut self, request_id: &[u8]) -> Result<i64, ItemError> {
-        Ok(match self.judge_refund(request_id, None)? {
+        Ok(match self.judge_refund(request_id, Moment::Untimed)? {
             Verdict::Answer(units) => units,
             Verdict::Change(change) => self.apply(&[], change),
         })
@@ -142,17 +148,17 @@ impl SaleItem {
 
     /// `ADD ... ID`, judged and applied: the stock after the first call.
     pub fn receive(&mut self, transfer_id: &[u8], units: i64) -> Result<i64, ItemError> {
-        self.receive_at(transfer_id, units, None)
+        self.receive_at(transfer_id, units, Moment::Untimed)
     }
 
-    /// `receive` with lapses judged at `at`, releasing none of them.
+    /// `receive` judged at `moment`, releasing no lapsed hold.
     pub fn receive_at(
         &mut self,
         transfer_id: &[u8],
         units: i64,
-        at: LapseMoment,
+        moment: Moment,
     ) -> Result<i64, ItemError> {
-        Ok(match self.judge_transfer_in(transfer_id, units, at)? {
+        Ok(match self.judge_transfer_in(transfer_id, units, moment)? {
             Verdict::Answer(reply) => reply,
             Verdict::Change(change) => self.apply(&[], change),
         })

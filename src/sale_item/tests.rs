@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 
 /// A moment inside any window the tests below do not set themselves.
-const NOW: Moment = Moment::At(1_000);
+const NOW: Moment = Moment::Now(1_000);
 
 fn limited(stock: i64, limit: i64) -> SaleItem {
     SaleItem::new(Stock::Limited(stock), limit)
@@ -511,7 +511,7 @@ proptest! {
                     let request = request.map(request_name);
                     let hold = hold.filter(|_| request.is_some()).map(|ms| now + ms);
                     let outcome =
-                        item.deduct(&user, qty, request.as_deref(), Moment::At(now), hold);
+                        item.deduct(&user, qty, request.as_deref(), Moment::Now(now), hold);
                     match outcome {
                         Ok(Deduction::Bought { remaining }) => {
                             prop_assert_eq!(remaining, before.remaining() - qty);
@@ -651,7 +651,7 @@ fn the_window_opens_at_start_and_closes_at_end() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(2_000, 3_000).unwrap());
     let before = item.clone();
-    let at = Moment::At;
+    let at = Moment::Now;
     assert_eq!(
         item.deduct(b"a", 1, None, at(1_999), None),
         Ok(Deduction::NotStarted)
@@ -676,16 +676,16 @@ fn a_window_with_one_open_side_bounds_only_the_other() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
     assert!(matches!(
-        item.deduct(b"a", 1, None, Moment::At(1), None),
+        item.deduct(b"a", 1, None, Moment::Now(1), None),
         Ok(Deduction::Bought { .. })
     ));
     item.set_window(Window::new(5_000, 0).unwrap());
     assert_eq!(
-        item.deduct(b"a", 1, None, Moment::At(1), None),
+        item.deduct(b"a", 1, None, Moment::Now(1), None),
         Ok(Deduction::NotStarted)
     );
     assert!(matches!(
-        item.deduct(b"a", 1, None, Moment::At(i64::MAX), None),
+        item.deduct(b"a", 1, None, Moment::Now(i64::MAX), None),
         Ok(Deduction::Bought { .. })
     ));
 }
@@ -694,10 +694,10 @@ fn a_window_with_one_open_side_bounds_only_the_other() {
 fn a_replay_after_the_window_closed_still_gets_its_reply() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
-    item.deduct(b"a", 1, Some(b"r1"), Moment::At(4_999), None)
+    item.deduct(b"a", 1, Some(b"r1"), Moment::Now(4_999), None)
         .unwrap();
     assert_eq!(
-        item.deduct(b"a", 1, Some(b"r1"), Moment::At(6_000), None),
+        item.deduct(b"a", 1, Some(b"r1"), Moment::Now(6_000), None),
         Ok(Deduction::Replayed { remaining: 9 })
     );
 }
@@ -707,7 +707,7 @@ fn a_decided_moment_skips_the_window() {
     let mut item = limited(10, 0);
     item.set_window(Window::new(0, 5_000).unwrap());
     assert_eq!(
-        item.deduct(b"a", 1, None, Moment::Decided, None),
+        item.deduct(b"a", 1, None, Moment::Untimed, None),
         Ok(Deduction::Bought { remaining: 9 })
     );
 }
@@ -740,7 +740,7 @@ fn codec_keeps_the_window_and_reads_version_1_headers() {
 }
 
 fn hold(item: &mut SaleItem, user: &[u8], id: &[u8], until: i64) -> Result<Deduction, ItemError> {
-    item.deduct(user, 1, Some(id), Moment::At(0), Some(until))
+    item.deduct(user, 1, Some(id), Moment::Now(0), Some(until))
 }
 
 #[test]
@@ -937,7 +937,7 @@ fn lapsing_holds(stock: i64, limit: i64, holds: u32, deadline: i64) -> SaleItem 
 /// Judges, settles at most `budget` lapsed holds besides what the change
 /// needs, and applies, as the command layer does on a master.
 fn write_at(item: &mut SaleItem, order: Order, at: i64, budget: usize) -> Option<i64> {
-    match item.judge_deduct(order, Moment::At(at), Some(at)).unwrap() {
+    match item.judge_deduct(order, Moment::Now(at)).unwrap() {
         Verdict::Answer(_) => None,
         Verdict::Change(change) => {
             let settle = item.settle_plan(&change, at, budget);
@@ -984,11 +984,11 @@ fn a_buyer_whose_hold_lapsed_among_thousands_may_buy_again() {
 fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
     let item = lapsing_holds(10, 0, 1, 100);
     assert!(matches!(
-        item.judge_confirm(b"h0", Some(100)),
+        item.judge_confirm(b"h0", Moment::Now(100)),
         Verdict::Answer(Confirmation::Cancelled)
     ));
     assert!(matches!(
-        item.judge_refund(b"h0", Some(100)),
+        item.judge_refund(b"h0", Moment::Now(100)),
         Ok(Verdict::Answer(0))
     ));
     let replay = Order {
@@ -996,11 +996,11 @@ fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
         ..order(b"u0", 1, Some(b"h0"))
     };
     assert!(matches!(
-        item.judge_deduct(replay, NOW, Some(100)),
+        item.judge_deduct(replay, Moment::Now(100)),
         Ok(Verdict::Answer(Deduction::Cancelled))
     ));
     assert!(matches!(
-        item.judge_confirm(b"h0", Some(99)),
+        item.judge_confirm(b"h0", Moment::Now(99)),
         Verdict::Change(_)
     ));
 }
@@ -1008,12 +1008,12 @@ fn a_lapsed_hold_can_be_neither_confirmed_refunded_nor_replayed() {
 #[test]
 fn settling_a_backlog_is_bounded_unless_the_sale_needs_more() {
     let item = lapsing_holds(1_000, 0, 1_000, 100);
-    let small = item.judge_deduct(order(b"x", 1, None), NOW, Some(100));
+    let small = item.judge_deduct(order(b"x", 1, None), Moment::Now(100));
     let Ok(Verdict::Change(change)) = small else {
         panic!("a lapsed unit sells");
     };
     assert_eq!(item.settle_plan(&change, 100, 10).len(), 10);
-    let big = item.judge_deduct(order(b"x", 500, None), NOW, Some(100));
+    let big = item.judge_deduct(order(b"x", 500, None), Moment::Now(100));
     let Ok(Verdict::Change(change)) = big else {
         panic!("500 lapsed units sell");
     };
@@ -1023,12 +1023,13 @@ fn settling_a_backlog_is_bounded_unless_the_sale_needs_more() {
 #[test]
 fn events_carry_the_stock_reads_report() {
     let item = lapsing_holds(3, 0, 3, 100);
-    let Ok(Verdict::Change(change)) = item.judge_deduct(order(b"x", 1, Some(b"p")), NOW, Some(100))
+    let Ok(Verdict::Change(change)) =
+        item.judge_deduct(order(b"x", 1, Some(b"p")), Moment::Now(100))
     else {
         panic!("a lapsed unit sells");
     };
     let settle = item.settle_plan(&change, 100, 1);
-    let events = item.events(&settle, &change, Some(100));
+    let events = item.events(&settle, &change, Moment::Now(100));
     let kinds: Vec<(&str, i64)> = events.iter().map(|e| (e.kind, e.stock)).collect();
     assert_eq!(kinds, [("expire", 3), ("purchase", 2)]);
 }
@@ -1048,7 +1049,7 @@ proptest! {
         let mut now = 1_000i64;
         for op in ops {
             reference.release_due(now, usize::MAX);
-            let at = Some(now);
+            let at = Moment::Now(now);
             match op {
                 Op::Wait(ms) => now += ms,
                 Op::Add(qty) => {
@@ -1066,9 +1067,9 @@ proptest! {
                 Op::Deduct { user, qty, request, hold } => {
                     let (user, request) = (user_name(user), request.map(request_name));
                     let hold_until = hold.map(|ms| now + ms);
-                    let expected = reference.deduct(&user, qty, request.as_deref(), Moment::At(now), hold_until);
+                    let expected = reference.deduct(&user, qty, request.as_deref(), Moment::Now(now), hold_until);
                     let order = Order { user: &user, qty, request_id: request.as_deref(), hold_until };
-                    let got = item.judge_deduct(order, Moment::At(now), at).map(|verdict| match verdict {
+                    let got = item.judge_deduct(order, at).map(|verdict| match verdict {
                         Verdict::Answer(deduction) => deduction,
                         Verdict::Change(change) => {
                             let settle = item.settle_plan(&change, now, budget);

@@ -11,8 +11,8 @@
 //! Transfer ids live in their own namespace, apart from request ids, and
 //! follow the same rules (1 to `MAX_ID_LEN` bytes).
 
-use super::change::{Change, LapseMoment, Verdict};
-use super::{valid_id, ItemError, SaleItem, Stock};
+use super::change::{Change, Verdict};
+use super::{valid_id, ItemError, Moment, SaleItem, Stock};
 use std::collections::BTreeMap;
 
 /// Transfers an item keeps at most: each stays recorded for good (a replay
@@ -170,7 +170,7 @@ impl SaleItem {
         &self,
         transfer_id: &'a [u8],
         units: i64,
-        at: LapseMoment,
+        moment: Moment,
     ) -> Result<Verdict<'a, i64>, ItemError> {
         if units <= 0 {
             return Err(ItemError::NonPositiveQuantity);
@@ -202,7 +202,7 @@ impl SaleItem {
         Ok(Verdict::Change(Change::TransferIn {
             transfer_id,
             units,
-            at,
+            moment,
         }))
     }
 
@@ -270,7 +270,7 @@ impl SaleItem {
         &mut self,
         transfer_id: &[u8],
         units: i64,
-        at: LapseMoment,
+        moment: Moment,
     ) -> i64 {
         if let Stock::Limited(stock) = self.stock {
             self.stock = Stock::Limited(stock + units);
@@ -278,7 +278,7 @@ impl SaleItem {
         // The stock as reads report it, lapsed holds counted as given back
         // (not every one is released by this write): what every replay of
         // the transfer answers.
-        let reply = self.virtual_stock(self.lapsing(at, None).0);
+        let reply = self.virtual_stock(self.lapsing(moment, None).0);
         let transfers = self.transfers_mut();
         transfers.moved_in += units;
         transfers

@@ -201,9 +201,9 @@ fn apply(item: &mut SaleItem, op: &Op, now: &mut i64) {
             let id = id.map(request);
             let hold = hold.filter(|_| id.is_some()).map(|ms| *now + ms);
             let moment = if *decided {
-                Moment::Decided
+                Moment::Untimed
             } else {
-                Moment::At(*now)
+                Moment::Now(*now)
             };
             let _ = item.deduct(&user(*n), *qty, id.as_deref(), moment, hold);
         }
@@ -451,7 +451,7 @@ impl Damage {
 /// lapsed hold (r4). Limit 3, 10 units.
 fn sample() -> SaleItem {
     let mut item = SaleItem::new(Stock::Limited(10), 3);
-    let at = Moment::At(1_000);
+    let at = Moment::Now(1_000);
     item.deduct(b"alice", 1, Some(b"r1"), at, None).unwrap();
     item.deduct(b"alice", 1, None, at, None).unwrap();
     item.deduct(b"bob", 1, Some(b"r2"), at, Some(5_000))
@@ -606,10 +606,10 @@ fn a_buyer_with_more_requests_than_a_chunk_holds_continues_in_the_next() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
     for n in 0..2_500 {
         let id = format!("order:{n}");
-        item.deduct(b"whale", 1, Some(id.as_bytes()), Moment::At(1_000), None)
+        item.deduct(b"whale", 1, Some(id.as_bytes()), Moment::Now(1_000), None)
             .unwrap();
     }
-    item.deduct(b"minnow", 1, Some(b"last"), Moment::At(1_000), None)
+    item.deduct(b"minnow", 1, Some(b"last"), Moment::Now(1_000), None)
         .unwrap();
     let chunks = chunks_of(&item);
     // 2,503 records (two buyers, 2,501 requests) in chunks of 1,024.
@@ -641,7 +641,7 @@ fn group_heads(chunk: &[u8]) -> Vec<(u64, u64)> {
 /// wherever its group falls against a chunk's end.
 #[test]
 fn a_buyer_holding_nothing_at_a_chunk_boundary_round_trips() {
-    let at = Moment::At(1_000);
+    let at = Moment::Now(1_000);
     for padding in 0..6 {
         let mut item = SaleItem::new(Stock::Unlimited, 0);
         for n in 0..padding {
@@ -927,7 +927,7 @@ fn header_announcing(item: &SaleItem, buyers: u64, requests: u64) -> Vec<u8> {
 /// units for the buyers, before any record is loaded.
 fn counters_only() -> SaleItem {
     let mut item = SaleItem::new(Stock::Limited(10), 3);
-    let at = Moment::At(1_000);
+    let at = Moment::Now(1_000);
     item.deduct(b"x", 2, None, at, None).unwrap();
     item.deduct(b"y", 1, Some(b"ry"), at, None).unwrap();
     item.refund(b"ry").unwrap();
@@ -1070,7 +1070,8 @@ fn refunds_and_lapses_beyond_their_counters_are_refused_once_complete() {
 #[test]
 fn an_unlimited_item_replies_unlimited_stock_only() {
     let mut item = SaleItem::new(Stock::Unlimited, 0);
-    item.deduct(b"a", 1, None, Moment::At(1_000), None).unwrap();
+    item.deduct(b"a", 1, None, Moment::Now(1_000), None)
+        .unwrap();
     let (mut loaded, _) = SaleItem::decode_header(&header_announcing(&item, 1, 1)).unwrap();
     loaded.load_chunk(&buyers_chunk(&[(b"a", 1)])).unwrap();
     let request = |reply| requests_chunk(&[(b"r", b"a", 1, reply, RequestState::Purchased, 0)]);
@@ -1093,7 +1094,7 @@ fn a_chunk_spliced_from_another_item_is_refused() {
     let item = sample();
     let mut other = SaleItem::new(Stock::Limited(10), 3);
     other
-        .deduct(b"erin", 1, None, Moment::At(1_000), None)
+        .deduct(b"erin", 1, None, Moment::Now(1_000), None)
         .unwrap();
     let mut chunks = chunks_of(&item);
     chunks.insert(2, chunks_of(&other).remove(1));
@@ -1109,7 +1110,7 @@ fn a_chunk_spliced_from_another_item_is_refused() {
 #[test]
 fn every_prefix_of_a_large_item_loads() {
     let mut item = SaleItem::new(Stock::Limited(10_000), 3);
-    let at = Moment::At(1_000);
+    let at = Moment::Now(1_000);
     for n in 0..2_500 {
         let user = format!("user{n}");
         let id = format!("req{n}");
@@ -1130,7 +1131,7 @@ fn every_prefix_of_a_large_item_loads() {
 
 #[test]
 fn a_legal_item_with_the_largest_numbers_loads() {
-    let at = Moment::At(1_000);
+    let at = Moment::Now(1_000);
     let mut unlimited = SaleItem::new(Stock::Unlimited, 0);
     unlimited
         .deduct(b"a", i64::MAX, Some(b"r1"), at, Some(i64::MAX))

@@ -47,7 +47,7 @@ pub struct LapsedHolds {
 
 /// Holds sharing one deadline.
 #[derive(Clone, Copy, Debug, Default)]
-struct Moment {
+struct Due {
     count: usize,
     units: i64,
 }
@@ -94,7 +94,7 @@ pub struct HoldBook {
     /// of all.
     by_buyer: BTreeMap<(u32, i64, u32), i64>,
     /// Holds by deadline: what the cursor walks.
-    moments: BTreeMap<i64, Moment>,
+    due: BTreeMap<i64, Due>,
     holders: BTreeMap<u32, Holder>,
     /// How many buyers are emptied at each moment.
     emptied: BTreeMap<i64, usize>,
@@ -114,7 +114,7 @@ impl Clone for HoldBook {
         HoldBook {
             by_deadline: self.by_deadline.clone(),
             by_buyer: self.by_buyer.clone(),
-            moments: self.moments.clone(),
+            due: self.due.clone(),
             holders: self.holders.clone(),
             emptied: self.emptied.clone(),
             cursor: Mutex::new(*self.cursor()),
@@ -134,7 +134,7 @@ impl HoldBook {
         HoldBook {
             by_deadline: BTreeMap::new(),
             by_buyer: BTreeMap::new(),
-            moments: BTreeMap::new(),
+            due: BTreeMap::new(),
             holders: BTreeMap::new(),
             emptied: BTreeMap::new(),
             cursor: Mutex::new(Cursor::new()),
@@ -170,9 +170,7 @@ impl HoldBook {
 
     /// The earliest deadline.
     pub fn first_deadline(&self) -> Option<i64> {
-        self.moments
-            .first_key_value()
-            .map(|(deadline, _)| *deadline)
+        self.due.first_key_value().map(|(deadline, _)| *deadline)
     }
 
     /// Holds due at `at`, earliest first, with their units.
@@ -221,9 +219,9 @@ impl HoldBook {
         }
         self.by_deadline.insert(hold, Held { qty, buyer });
         self.by_buyer.insert((buyer, hold.0, hold.1), qty);
-        let moment = self.moments.entry(hold.0).or_default();
-        moment.count += 1;
-        moment.units = moment.units.saturating_add(qty);
+        let due = self.due.entry(hold.0).or_default();
+        due.count += 1;
+        due.units = due.units.saturating_add(qty);
         self.count_at(hold.0, 1, qty);
         let holder = self.holders.entry(buyer).or_insert(Holder {
             held: 0,
@@ -240,11 +238,11 @@ impl HoldBook {
     pub fn remove(&mut self, hold: &HoldRef, units_of: impl Fn(u32) -> i64) -> Option<i64> {
         let Held { qty, buyer } = self.by_deadline.remove(hold)?;
         self.by_buyer.remove(&(buyer, hold.0, hold.1));
-        if let Some(moment) = self.moments.get_mut(&hold.0) {
-            moment.count = moment.count.saturating_sub(1);
-            moment.units = moment.units.saturating_sub(qty);
-            if moment.count == 0 {
-                self.moments.remove(&hold.0);
+        if let Some(due) = self.due.get_mut(&hold.0) {
+            due.count = due.count.saturating_sub(1);
+            due.units = due.units.saturating_sub(qty);
+            if due.count == 0 {
+                self.due.remove(&hold.0);
             }
         }
         self.count_at(hold.0, -1, qty);
@@ -380,12 +378,12 @@ impl HoldBook {
     /// Holds, their units and buyers emptied due after `from`, up to `to`.
     fn due_between(&self, from: i64, to: i64) -> (usize, i64, usize) {
         let window = (Excluded(from), Included(to));
-        let (count, units) =
-            self.moments
-                .range(window)
-                .fold((0usize, 0i64), |(count, units), (_, moment)| {
-                    (count + moment.count, units.saturating_add(moment.units))
-                });
+        let (count, units) = self
+            .due
+            .range(window)
+            .fold((0usize, 0i64), |(count, units), (_, due)| {
+                (count + due.count, units.saturating_add(due.units))
+            });
         let emptied = self.emptied.range(window).map(|(_, count)| *count).sum();
         (count, units, emptied)
     }
@@ -393,7 +391,7 @@ impl HoldBook {
     /// The earliest moment after `at` at which something falls due.
     fn next_after(&self, at: i64) -> i64 {
         let after = (Excluded(at), Unbounded);
-        let deadline = self.moments.range(after).next().map(|(moment, _)| *moment);
+        let deadline = self.due.range(after).next().map(|(moment, _)| *moment);
         let emptied = self.emptied.range(after).next().map(|(moment, _)| *moment);
         deadline
             .into_iter()
@@ -414,7 +412,7 @@ impl HoldBook {
         }
         self.by_deadline.len() * entry::<HoldRef, Held>()
             + self.by_buyer.len() * entry::<(u32, i64, u32), i64>()
-            + self.moments.len() * entry::<i64, Moment>()
+            + self.due.len() * entry::<i64, Due>()
             + self.holders.len() * entry::<u32, Holder>()
             + self.emptied.len() * entry::<i64, usize>()
     }
@@ -500,7 +498,7 @@ mod tests {
 
     proptest! {
         /// Whatever the order of holds, removals, changes of units and
-        /// reads at moments going back and forth, the kept figures are the
+        /// reads at due going back and forth, the kept figures are the
         /// ones a walk of every hold gives.
         #[test]
         fn kept_figures_equal_a_walk(steps in proptest::collection::vec(step(), 1..80)) {
