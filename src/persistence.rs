@@ -166,6 +166,10 @@ pub fn digest(item: &SaleItem, digest: &mut Digest) {
             }
         }
     }
+    // Left out while 0, so that older digests still compare.
+    if item.replicated_moment() != 0 {
+        digest.add_integer(item.replicated_moment());
+    }
     digest.end_sequence();
     // Each record is one buffer and its own sequence: Redis combines
     // sequences in an order-independent way, so hash-table order does not

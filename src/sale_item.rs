@@ -406,6 +406,16 @@ impl SaleItem {
         }
     }
 
+    /// The moment of the item's last purchase replicated with `AT` (0:
+    /// none). A hold placed in that same millisecond by `HOLD seconds`
+    /// reaches replicas and the AOF as the client sent it, and they judge
+    /// it at this moment, which they keep alike: the master sends `AT`
+    /// with a hold whenever its clock has moved on. Rewriting every hold
+    /// to carry its deadline cost more than the rest of the hold.
+    pub fn replicated_moment(&self) -> i64 {
+        self.ledger.replicated_moment
+    }
+
     /// The earliest deadline among pending holds.
     pub fn next_deadline(&self) -> Option<i64> {
         self.ledger.holds.first_deadline()

@@ -185,6 +185,7 @@ fn commit(
         && item
             .order_stream()
             .is_some_and(|stream_setting| !stream_setting.confirmed);
+    let earliest_before = item.next_deadline();
     let figure = item.apply(&settle, change);
     stats::count_change(counted, figure, settle.len());
     if confirms {
@@ -206,7 +207,15 @@ fn commit(
     // An item with lapsed holds is told to the sweep again, which drains
     // them: wherever it lives now (on Valkey a RENAME or MOVE is not
     // followed), its writes find it.
-    if adds_hold || ends_holds || lapsing {
+    // A hold that leaves the earliest deadline as it was tells the sweep
+    // nothing new: it knows the item by its earliest deadline, and a hold
+    // is on a flash sale's hot path.
+    let sweep_knows = adds_hold
+        && !ends_holds
+        && !lapsing
+        && earliest_before.is_some()
+        && item.next_deadline() == earliest_before;
+    if (adds_hold || ends_holds || lapsing) && !sweep_knows {
         match item.next_deadline() {
             Some(deadline) => {
                 hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline)

@@ -234,6 +234,90 @@ fn hold_seconds_reach_the_replica_as_the_masters_deadline() {
     );
 }
 
+/// Holds placed in the millisecond of the item's replicated moment reach
+/// replicas and the AOF as the client sent them (`HOLD seconds`); the
+/// others carry their deadline and moment. Either way every server ends
+/// with the master's deadlines.
+#[test]
+fn holds_sent_as_the_client_sent_them_keep_the_masters_deadlines() {
+    let mut master = Server::start_with(&["--appendonly", "yes"]);
+    let replica = Server::start_replica_of(&master);
+    let mut replica_con = replica.client();
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "1000000"]);
+    let aof = master.dir().join("appendonlydir");
+    let relative_holds_in_aof = || -> usize {
+        let mut found = 0;
+        for file in std::fs::read_dir(&aof)
+            .expect("the AOF directory")
+            .flatten()
+        {
+            let bytes = std::fs::read(file.path()).unwrap_or_default();
+            found += bytes
+                .windows(11)
+                .filter(|w| w == b"$4\r\nHOLD\r\n$")
+                .count();
+        }
+        found
+    };
+    // Pipelined holds share milliseconds; until some did, place more.
+    let mut placed = 0;
+    for _ in 0..50 {
+        let mut pipe = redis::pipe();
+        for _ in 0..500 {
+            let (user, id) = (format!("user:{}", placed % 97), format!("h{placed}"));
+            pipe.cmd("SECKILL.DEDUCT")
+                .arg("sku:1")
+                .arg(user)
+                .arg(1)
+                .arg("ID")
+                .arg(id)
+                .arg("HOLD")
+                .arg(600 + placed % 3);
+            placed += 1;
+        }
+        let replies: Vec<i64> = pipe.query(&mut con).unwrap();
+        assert!(replies.iter().all(|reply| *reply >= 0), "{replies:?}");
+        if relative_holds_in_aof() > 0 {
+            break;
+        }
+    }
+    assert!(
+        relative_holds_in_aof() > 0,
+        "no hold was sent as the client sent it"
+    );
+    assert!(
+        relative_holds_in_aof() < placed,
+        "every hold was sent as the client sent it"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let on_master = snapshot(&mut con, "sku:1");
+    let holds: Value = ok(&mut con, &["SECKILL.HOLDS", "sku:1"]);
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        on_master,
+        "replica differs"
+    );
+    assert_eq!(
+        ok::<Value>(&mut replica_con, &["SECKILL.HOLDS", "sku:1"]),
+        holds
+    );
+    master.restart();
+    let mut con = master.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
+    assert_eq!(ok::<Value>(&mut con, &["SECKILL.HOLDS", "sku:1"]), holds);
+    // A DUMP carries the replicated moment too.
+    let payload: Vec<u8> = ok(&mut con, &["DUMP", "sku:1"]);
+    let mut restore = redis::cmd("RESTORE");
+    restore.arg("sku:2").arg(0).arg(payload);
+    let _: () = restore.query(&mut con).unwrap();
+    assert_eq!(
+        snapshot(&mut con, "sku:2"),
+        on_master,
+        "a restored copy differs"
+    );
+}
+
 #[test]
 fn replica_and_aof_hold_the_identical_item_after_holds_lapse_on_the_master() {
     let mut master = Server::start_with(&["--appendonly", "yes"]);

@@ -73,14 +73,28 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
     let judge = |item: &SaleItem, moment: Moment| {
         check_configured_id_length(ctx, item, user, options.request_id)?;
+        let relative_hold = matches!(options.hold, Some(Hold::For(_)));
+        // A relative hold is judged at a moment, even on an item no clock
+        // judged before: this server's clock where it decides; where it
+        // applies its master's call as sent, the item's replicated moment,
+        // which was the master's clock when it sent the call so.
+        let moment = match moment.or_decided(options.decided_at) {
+            Moment::Untimed if relative_hold => {
+                if master_decided(ctx) {
+                    Moment::Decided(item.replicated_moment())
+                } else {
+                    Moment::Now(now_ms())
+                }
+            }
+            moment => moment,
+        };
         let hold_until = match options.hold {
             None => None,
             Some(Hold::Until(unix_ms)) => Some(unix_ms),
             Some(Hold::For(millis)) => Some(
                 moment
-                    .now()
-                    .unwrap_or_else(now_ms)
-                    .checked_add(millis)
+                    .lapses_at()
+                    .and_then(|at| at.checked_add(millis))
                     .ok_or(RedisError::Str(ERR_BAD_HOLD))?,
             ),
         };
@@ -90,8 +104,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             request_id: options.request_id,
             hold_until,
         };
-        let moment = moment.or_decided(options.decided_at);
-        let change = match item.judge_deduct(order, moment)? {
+        let mut change = match item.judge_deduct(order, moment)? {
             Verdict::Answer(deduction) => {
                 if matches!(deduction, Deduction::Replayed { .. } | Deduction::Cancelled) {
                     fence_repeat(ctx);
@@ -103,13 +116,18 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             Verdict::Change(change) => change,
         };
         // The reply a replica records must be the master's: send the
-        // deadline a relative hold reached, and the moment lapses were
-        // judged at when some were lapsing.
+        // deadline a relative hold reached and the moment lapses were
+        // judged at, unless the replica has that moment already (the
+        // item's replicated moment, kept alike everywhere by every
+        // purchase sent with AT), which is then the hold's as well.
+        let now = moment.now();
         let lapsing = judged_with_lapses(item, moment);
-        let rewrite_hold = matches!(options.hold, Some(Hold::For(_)));
         let own_lapses = matches!(&change, Change::Deduct(purchase) if purchase.counted_own_lapses);
+        let as_sent = relative_hold && now.is_none_or(|now| now == item.replicated_moment());
+        let mut sent_at = options.decided_at;
         let effect = match (options.request_id, hold_until) {
-            (Some(request_id), _) if rewrite_hold || lapsing.is_some() => {
+            (Some(_), _) if as_sent => Effect::Verbatim,
+            (Some(request_id), _) if relative_hold || lapsing.is_some() => {
                 let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
                 rewrite
                     .string(name)
@@ -120,8 +138,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 if let Some(unix_ms) = hold_until {
                     rewrite.option(b"HOLDUNTIL", unix_ms);
                 }
-                if let Some(now) = lapsing {
+                if let Some(now) = if relative_hold { now } else { lapsing } {
                     rewrite.option(b"AT", now);
+                    sent_at = Some(now);
                 }
                 Effect::Rewritten(rewrite)
             }
@@ -135,12 +154,16 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                         .string(user_arg)
                         .string(qty_arg)
                         .option(b"AT", now);
+                    sent_at = Some(now);
                     Effect::Rewritten(rewrite)
                 }
                 None => Effect::Verbatim,
             },
             _ => Effect::Verbatim,
         };
+        if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
+            purchase.replicated_moment = Some(at);
+        }
         Ok(Judgement::Decide(Decision {
             change,
             effect,

@@ -42,6 +42,9 @@ pub struct Purchase<'a> {
     /// True if the buyer's quota counted some of its lapsed holds as given
     /// back: a replica must judge the purchase at the same moment.
     pub counted_own_lapses: bool,
+    /// The moment the purchase reaches replicas with (its `AT`), which the
+    /// item keeps as its replicated moment; `None` leaves that as it is.
+    pub replicated_moment: Option<i64>,
 }
 
 /// A change an item agreed to; [`SaleItem::apply`] makes it.
@@ -257,6 +260,7 @@ impl SaleItem {
             request_hash,
             remaining,
             counted_own_lapses: own_lapsing > 0,
+            replicated_moment: None,
         })))
     }
 
@@ -468,8 +472,12 @@ impl SaleItem {
             buyer,
             request_hash,
             remaining,
+            replicated_moment,
             ..
         } = purchase;
+        if let Some(moment) = replicated_moment {
+            self.ledger.replicated_moment = moment;
+        }
         let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
             // Room was checked while judging.

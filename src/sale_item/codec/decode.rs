@@ -78,6 +78,15 @@ impl SaleItem {
         if version >= 6 {
             item.decode_transfers(&mut input)?;
         }
+        if version >= 8 {
+            // Any value is consistent: it only says which moment a
+            // relative hold replicated as sent is judged at, alike on
+            // every server that loads it. Set only when not 0, as above.
+            let moment = i64::from_le_bytes(input.array()?);
+            if moment != 0 {
+                item.ledger.replicated_moment = moment;
+            }
+        }
         let expected = Expected {
             buyers: input.u64()?,
             requests: input.u64()?,

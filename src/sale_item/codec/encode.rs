@@ -44,6 +44,7 @@ impl SaleItem {
             None => out.push(NO_STREAM),
         }
         self.encode_transfers(&mut out);
+        out.extend_from_slice(&self.ledger.replicated_moment.to_le_bytes());
         out.extend_from_slice(&(self.ledger.holder_count() as u64).to_le_bytes());
         out.extend_from_slice(&(self.ledger.request_count() as u64).to_le_bytes());
         emit(&out);

@@ -41,7 +41,9 @@
 //! (`dest_len` 0: no destination was given.)
 //!
 //! Version 7 writes the order stream byte as 2 for an order stream that came with
-//! a RESTORE and is not confirmed yet (1: confirmed).
+//! a RESTORE and is not confirmed yet (1: confirmed). Version 8 adds the
+//! item's replicated moment (`replicated_moment:i64`, 0 for none) after the
+//! transfers, before the record counts.
 //!
 //! Older chunks stay readable. Fixed-width integers are little-endian;
 //! varints carry seven bits a byte, low first, at most ten bytes. Every
@@ -71,8 +73,8 @@ pub use whole_load::WholeLoad;
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the order stream,
 /// version 5 group chunks, version 6 stock transfers, version 7 order
-/// streams not yet confirmed.
-pub const FORMAT_VERSION: u8 = 7;
+/// streams not yet confirmed, version 8 the replicated moment.
+pub const FORMAT_VERSION: u8 = 8;
 
 // The header's order stream byte.
 const NO_STREAM: u8 = 0;

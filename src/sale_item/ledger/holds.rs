@@ -213,11 +213,13 @@ impl HoldBook {
     /// Adds a hold of `qty` units of `buyer`. `units_of` gives each buyer's
     /// units as stored now; a change of them is told by `units_changed`.
     pub fn insert(&mut self, hold: HoldRef, qty: i64, buyer: u32, units_of: impl Fn(u32) -> i64) {
-        if self.contains(&hold) {
-            // A hold is added once; should one come twice, it is replaced.
+        // A hold is added once; should one come twice, it is replaced. One
+        // search of the map finds out, not two: the hold path is a hot one.
+        if let Some(old) = self.by_deadline.insert(hold, Held { qty, buyer }) {
+            self.by_deadline.insert(hold, old);
             self.remove(&hold, &units_of);
+            self.by_deadline.insert(hold, Held { qty, buyer });
         }
-        self.by_deadline.insert(hold, Held { qty, buyer });
         self.by_buyer.insert((buyer, hold.0, hold.1), qty);
         let due = self.due.entry(hold.0).or_default();
         due.count += 1;

@@ -163,6 +163,9 @@ pub struct Ledger {
     pub held: i64,
     /// Units ever given back by holds that lapsed.
     pub expired: i64,
+    /// The moment of the item's last purchase replicated with `AT` (0:
+    /// none). See [`SaleItem::replicated_moment`](crate::sale_item::SaleItem::replicated_moment).
+    pub replicated_moment: i64,
 }
 
 /// A ledger allocated by the first write that needs one: an item nobody
@@ -217,6 +220,7 @@ impl Ledger {
             holds: HoldBook::new(),
             held: 0,
             expired: 0,
+            replicated_moment: 0,
         }
     }
 
