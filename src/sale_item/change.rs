@@ -475,26 +475,23 @@ impl SaleItem {
             replicated_moment,
             ..
         } = purchase;
+        let ledger = &mut *self.ledger;
         if let Some(moment) = replicated_moment {
-            self.ledger.replicated_moment = moment;
+            ledger.replicated_moment = moment;
         }
         let mut buyer = match buyer {
             Lookup::Found(buyer) => buyer,
             // Room was checked while judging.
-            Lookup::Missing(hash) => match self.ledger.add_buyer(hash, order.user, 0) {
+            Lookup::Missing(hash) => match ledger.add_buyer(hash, order.user, 0) {
                 Ok(buyer) => buyer,
                 Err(_) => return remaining,
             },
         };
-        // From the record, not the judge's reading: the settle plan may
-        // have released some of this buyer's lapsed holds since. Units
+        // To the record's units, not the judge's reading: the settle plan
+        // may have released some of this buyer's lapsed holds since. Units
         // before the hold, so that the book never sees more held than the
         // buyer has (which would make it look for when the buyer empties).
-        let units = self
-            .ledger
-            .buyer_units(buyer.handle())
-            .saturating_add(order.qty);
-        self.ledger.set_units(&mut buyer, units);
+        ledger.add_units(&mut buyer, order.qty);
         if let (Some(id), Some(hash)) = (order.request_id, request_hash) {
             let request = NewRequest {
                 qty: order.qty,
@@ -506,11 +503,10 @@ impl SaleItem {
                 },
                 deadline: order.hold_until.unwrap_or(0).max(0),
             };
-            if let Ok(handle) = self.ledger.add_request(hash, id, &buyer, request) {
+            if let Ok(handle) = ledger.add_request(hash, id, &buyer, request) {
                 if order.hold_until.is_some() {
-                    self.ledger
-                        .add_hold((request.deadline, handle), order.qty, buyer.handle());
-                    self.ledger.held = self.ledger.held.saturating_add(order.qty);
+                    ledger.add_hold((request.deadline, handle), order.qty, buyer.handle());
+                    ledger.held = ledger.held.saturating_add(order.qty);
                 }
             }
         }

@@ -187,9 +187,18 @@ impl Deref for LazyLedger {
 }
 
 impl DerefMut for LazyLedger {
+    #[inline]
     fn deref_mut(&mut self) -> &mut Ledger {
-        self.0.get_or_insert_with(Box::default)
+        self.0.get_or_insert_with(new_ledger)
     }
+}
+
+/// The ledger of an item's first write: once per item, kept out of line
+/// so that every other `&mut` use stays a pointer check.
+#[cold]
+#[inline(never)]
+fn new_ledger() -> Box<Ledger> {
+    Box::default()
 }
 
 impl LazyLedger {
@@ -288,6 +297,20 @@ impl Ledger {
         // The record's units, not `buyer.units`: a write may have settled
         // holds of this buyer since it was found.
         let before = self.buyer_units(buyer.name);
+        self.write_units(buyer, before, units);
+    }
+
+    /// Adds `qty` to the units of `buyer`'s record (`set_units` of the
+    /// record's units plus `qty`), reading the record once.
+    #[inline]
+    pub fn add_units(&mut self, buyer: &mut Buyer, qty: i64) {
+        let before = self.buyer_units(buyer.name);
+        self.write_units(buyer, before, before.saturating_add(qty));
+    }
+
+    /// Writes `units` to `buyer`'s record, which held `before`.
+    #[inline]
+    fn write_units(&mut self, buyer: &mut Buyer, before: i64, units: i64) {
         match (before > 0, units > 0) {
             (false, true) => self.holders += 1,
             (true, false) => self.holders -= 1,
