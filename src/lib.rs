@@ -354,6 +354,22 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             },
         },
         Command {
+            name: c"seckill.scan",
+            entry_point: entry_point!(commands::scan, Scan),
+            flags: c"readonly",
+            docs: Docs {
+                summary: c"Iterates over the buyers and request ids of a sale item",
+                complexity: c"O(1) for every call. O(N) for a complete iteration, where N is the number of buyers and request ids",
+                arity: -3,
+                keys: ITEM_READ,
+                args: &[
+                    KEY,
+                    Arg::integer(c"cursor"),
+                    Arg::integer(c"count").token(c"COUNT").optional(),
+                ],
+            },
+        },
+        Command {
             name: c"seckill.loadchunk",
             entry_point: entry_point!(commands::load_chunk, LoadChunk),
             flags: c"write deny-oom",

@@ -11,6 +11,7 @@ mod index;
 mod judged_and_applied;
 mod ledger;
 mod radix;
+mod scan;
 mod transfer;
 #[cfg(test)]
 pub use judged_and_applied::{Lapsed, Restock};
@@ -21,6 +22,7 @@ pub use events::EventView;
 pub use ledger::RequestState;
 pub use ledger::RequestView;
 use ledger::{LazyLedger, Lookup};
+pub use scan::ScanRecord;
 pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per

@@ -55,6 +55,7 @@ pub enum CommandId {
     Take,
     Settle,
     Transfers,
+    Scan,
     LoadChunk,
 }
 
@@ -190,6 +191,7 @@ mod tests {
             "take",
             "settle",
             "transfers",
+            "scan",
             "loadchunk",
         ];
         let fields = fields(&names, Some(7));

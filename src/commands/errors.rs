@@ -12,6 +12,8 @@ pub(super) const ERR_BAD_STOCK: &str =
     "ERR stock must be a non-negative integer below 9223372036854775807, or UNLIMITED";
 pub(super) const ERR_BAD_LIMIT: &str = "ERR LIMIT must be a non-negative integer";
 pub(super) const ERR_SYNTAX: &str = "ERR syntax error";
+/// As Redis words it for SCAN.
+pub(super) const ERR_INVALID_CURSOR: &str = "ERR invalid cursor";
 pub(super) const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 pub(super) const ERR_BAD_EXPIRE: &str = "ERR invalid expire time in 'seckill.init' command";
 pub(super) const ERR_BAD_USER: &str = "ERR user id must be 1 to 128 bytes";

@@ -13,7 +13,7 @@ mod transfers;
 use errors::*;
 pub use items::{add, init, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
-pub use reads::{bought, get, holds, info};
+pub use reads::{bought, get, holds, info, scan};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};
 

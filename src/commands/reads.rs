@@ -1,6 +1,7 @@
-//! Read-only commands: GET, BOUGHT, HOLDS, INFO.
+//! Read-only commands: GET, BOUGHT, HOLDS, INFO, SCAN.
 
 use super::*;
+use crate::sale_item::ScanRecord;
 use crate::server::{now_ms, reply, Arg, ItemKey};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
@@ -32,6 +33,76 @@ pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
         })
         .collect();
     Ok(RedisValue::Array(holds))
+}
+
+/// Most records one SCAN call reads, whatever its COUNT: a call that read
+/// a whole item of millions would stop the server.
+pub const SCAN_MOST: usize = 10_000;
+
+/// SECKILL.SCAN key cursor [COUNT count]: up to `count` records (10 by
+/// default, at most `SCAN_MOST`) from `cursor` on, as
+/// [next-cursor, [record ...]]; the cursor 0 starts a scan, and a reply of
+/// 0 ends it. A buyer is ["buyer", user, units]; a request id
+/// ["request", id, user, qty, status, deadline].
+pub fn scan(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let (name, cursor, count) = match args {
+        [_, name, cursor] => (name, cursor, None),
+        [_, name, cursor, keyword, count] if keyword.is_keyword("COUNT") => {
+            (name, cursor, Some(count))
+        }
+        [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let cursor = std::str::from_utf8(cursor.as_bytes())
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .ok_or(RedisError::Str(ERR_INVALID_CURSOR))?;
+    let count = match count {
+        None => 10,
+        Some(count) => match integer(count)? {
+            count if count < 1 => return Err(RedisError::Str(ERR_SYNTAX)),
+            count => usize::try_from(count).unwrap_or(usize::MAX).min(SCAN_MOST),
+        },
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        // As HSCAN answers for a missing key: a scan that is over.
+        return Ok(RedisValue::Array(vec![
+            RedisValue::BulkString("0".to_owned()),
+            RedisValue::Array(Vec::new()),
+        ]));
+    };
+    let (records, next) = item
+        .scan(cursor, count, now_ms())
+        .map_err(|_| RedisError::Str(ERR_INVALID_CURSOR))?;
+    let records = records
+        .into_iter()
+        .map(|record| match record {
+            ScanRecord::Buyer { user, units } => RedisValue::Array(vec![
+                RedisValue::SimpleStringStatic("buyer"),
+                RedisValue::StringBuffer(user.to_vec()),
+                RedisValue::Integer(units),
+            ]),
+            ScanRecord::Request {
+                id,
+                user,
+                qty,
+                status,
+                deadline,
+            } => RedisValue::Array(vec![
+                RedisValue::SimpleStringStatic("request"),
+                RedisValue::StringBuffer(id.to_vec()),
+                RedisValue::StringBuffer(user.to_vec()),
+                RedisValue::Integer(qty),
+                RedisValue::SimpleStringStatic(status.name()),
+                RedisValue::Integer(deadline),
+            ]),
+        })
+        .collect();
+    Ok(RedisValue::Array(vec![
+        RedisValue::BulkString(next.to_string()),
+        RedisValue::Array(records),
+    ]))
 }
 
 /// SECKILL.GET key

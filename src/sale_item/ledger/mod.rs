@@ -22,6 +22,7 @@
 
 mod arena;
 mod holds;
+mod scan;
 mod unindexed;
 
 use super::index::{prefetch, Index};
@@ -30,6 +31,7 @@ use arena::*;
 pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
 pub use holds::{HoldBook, HoldRef};
+pub use scan::{BadCursor, Cursor, Scanned};
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 use std::sync::LazyLock;
