@@ -370,6 +370,46 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             },
         },
         Command {
+            name: c"seckill.import",
+            entry_point: entry_point!(commands::import, Import),
+            flags: c"write deny-oom",
+            docs: Docs {
+                summary: c"Loads buyers and request ids into a sale item, to rebuild a lost one from the order database; replies how many",
+                complexity: c"O(N) where N is the number of records given",
+                arity: -4,
+                keys: ITEM_READ_AND_UPDATED,
+                args: &[
+                    KEY,
+                    Arg::one_of(
+                        c"record",
+                        &[
+                            Arg::block(
+                                c"buyer",
+                                &[
+                                    Arg::keyword(c"buyer", c"BUYER"),
+                                    Arg::string(c"user"),
+                                    Arg::integer(c"units"),
+                                ],
+                            ),
+                            Arg::block(
+                                c"request",
+                                &[
+                                    Arg::keyword(c"request", c"REQUEST"),
+                                    Arg::string(c"request_id"),
+                                    Arg::string(c"user"),
+                                    Arg::integer(c"qty"),
+                                    Arg::string(c"status"),
+                                    Arg::unix_time(c"deadline"),
+                                    Arg::integer(c"reply"),
+                                ],
+                            ),
+                        ],
+                    )
+                    .multiple(),
+                ],
+            },
+        },
+        Command {
             name: c"seckill.loadchunk",
             entry_point: entry_point!(commands::load_chunk, LoadChunk),
             flags: c"write deny-oom",

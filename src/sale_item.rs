@@ -6,6 +6,7 @@ mod bookkeeping;
 mod change;
 pub mod codec;
 mod events;
+mod import;
 mod index;
 #[cfg(test)]
 mod judged_and_applied;
@@ -18,11 +19,12 @@ pub use judged_and_applied::{Lapsed, Restock};
 
 pub use change::{Change, Counted, HoldRef, Order, Verdict};
 pub use events::EventView;
+pub use import::{ImportError, ImportRecord, MAX_IMPORT_RECORDS};
 #[cfg(test)]
 pub use ledger::RequestState;
 pub use ledger::RequestView;
 use ledger::{LazyLedger, Lookup};
-pub use scan::ScanRecord;
+pub use scan::{ScanRecord, Status};
 pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per

@@ -56,6 +56,7 @@ pub enum CommandId {
     Settle,
     Transfers,
     Scan,
+    Import,
     LoadChunk,
 }
 
@@ -192,6 +193,7 @@ mod tests {
             "settle",
             "transfers",
             "scan",
+            "import",
             "loadchunk",
         ];
         let fields = fields(&names, Some(7));

@@ -359,6 +359,7 @@ fn info_seckill_counts_calls_sales_refusals_holds_and_events() {
         ("settle_calls", 0),
         ("transfers_calls", 0),
         ("scan_calls", 0),
+        ("import_calls", 0),
         ("loadchunk_calls", 0),
         ("units_sold", 4),
         ("units_refunded", 2),

@@ -2,7 +2,7 @@
 //! them verbatim, so each starts with its code; where Redis itself has
 //! wording for the same fault, it is reused.
 
-use crate::sale_item::ItemError;
+use crate::sale_item::{ImportError, ItemError};
 use crate::server::WrongType;
 use redis_module::RedisError;
 
@@ -43,6 +43,30 @@ pub(super) const ERR_LOADCHUNK_CLIENT: &str =
     "ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master";
 pub(super) const ERR_BAD_WINDOW: &str =
     "ERR START and END must be non-negative Unix times in milliseconds, END after START";
+
+pub(super) const ERR_IMPORT_DUPLICATE: &str =
+    "ERR a request id to import is in the item already, or twice in the call";
+pub(super) const ERR_IMPORT_SUPPLY: &str =
+    "ERR the supply is smaller than the units the records hold";
+pub(super) const ERR_IMPORT_LIMIT: &str = "ERR the records put a user above the item's LIMIT";
+pub(super) const ERR_IMPORT_TOO_MANY: &str = "ERR at most 10000 records a call";
+pub(super) const ERR_IMPORT_STATUS: &str =
+    "ERR status must be purchased, held, confirmed, refunded or lapsed";
+
+impl From<ImportError> for RedisError {
+    fn from(error: ImportError) -> Self {
+        match error {
+            ImportError::Item(error) => error.into(),
+            ImportError::DuplicateRequest => RedisError::Str(ERR_IMPORT_DUPLICATE),
+            ImportError::SupplyTooSmall => RedisError::Str(ERR_IMPORT_SUPPLY),
+            ImportError::AboveLimit => RedisError::Str(ERR_IMPORT_LIMIT),
+            ImportError::BadRecord(reason) => {
+                RedisError::String(format!("ERR bad record to import: {reason}"))
+            }
+            ImportError::TooManyRecords => RedisError::Str(ERR_IMPORT_TOO_MANY),
+        }
+    }
+}
 
 impl From<WrongType> for RedisError {
     fn from(_: WrongType) -> Self {

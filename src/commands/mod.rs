@@ -4,6 +4,7 @@
 //! `sale_item`; this layer only translates between them and the wire.
 
 mod errors;
+mod import;
 mod items;
 mod load_chunk;
 mod reads;
@@ -11,6 +12,7 @@ mod sales;
 mod transfers;
 
 use errors::*;
+pub use import::import;
 pub use items::{add, init, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
 pub use reads::{bought, get, holds, info, scan};

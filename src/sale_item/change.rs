@@ -81,6 +81,8 @@ pub enum Change<'a> {
     },
     /// Closes a transfer given out (`SETTLE`).
     Settle(&'a [u8]),
+    /// Records loaded from outside (`IMPORT`).
+    Import(Vec<super::ImportRecord<'a>>),
 }
 
 /// What judging a write decided.
@@ -118,15 +120,29 @@ impl Change<'_> {
             Change::Add(qty) => Counted::Added(*qty),
             Change::Take { .. } => Counted::MovedOut,
             Change::TransferIn { units, .. } => Counted::MovedIn(*units),
-            Change::Nothing | Change::Window(_) | Change::StreamSetting(_) | Change::Settle(_) => {
-                Counted::Other
-            }
+            Change::Nothing
+            | Change::Window(_)
+            | Change::StreamSetting(_)
+            | Change::Settle(_)
+            | Change::Import(_) => Counted::Other,
         }
     }
 
     /// True for a change that places a hold (the sweep must watch it).
     pub fn adds_hold(&self) -> bool {
-        matches!(self, Change::Deduct(purchase) if purchase.order.hold_until.is_some())
+        match self {
+            Change::Deduct(purchase) => purchase.order.hold_until.is_some(),
+            Change::Import(records) => records.iter().any(|record| {
+                matches!(
+                    record,
+                    super::ImportRecord::Request {
+                        status: super::Status::Held,
+                        ..
+                    }
+                )
+            }),
+            _ => false,
+        }
     }
 
     /// True for a change that ends a hold (the sweep's deadline may move).
@@ -459,6 +475,7 @@ impl SaleItem {
                 moment,
             } => self.apply_transfer_in(transfer_id, units, moment),
             Change::Settle(transfer_id) => self.apply_settle(transfer_id),
+            Change::Import(records) => self.apply_import(records),
             Change::StreamSetting(stream_setting) => {
                 self.set_order_stream(stream_setting);
                 1

@@ -82,7 +82,9 @@ impl SaleItem {
             | Change::StreamSetting(_)
             | Change::Take { .. }
             | Change::TransferIn { .. }
-            | Change::Settle(_) => {}
+            | Change::Settle(_)
+            // Imported records were sales made, and told, before.
+            | Change::Import(_) => {}
         }
         events
     }

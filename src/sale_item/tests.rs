@@ -1559,3 +1559,64 @@ fn undelivered(parts: &[SaleItem]) -> i64 {
     }
     units
 }
+
+// --- Import ------------------------------------------------------------
+
+fn import_record() -> impl Strategy<Value = (u8, u8, i64, u8, i64)> {
+    (0u8..6, 0u8..40, 1i64..4, 0u8..6, 0i64..3_000)
+}
+
+proptest! {
+    /// Whatever records an import is given, it refuses them or leaves an
+    /// item whose bookkeeping holds, that saves and loads again, and whose
+    /// stock and buyers are those of the records.
+    #[test]
+    fn an_import_is_refused_or_leaves_an_item_that_loads_again(
+        stock in 0i64..40,
+        limit in 0i64..6,
+        batches in proptest::collection::vec(proptest::collection::vec(import_record(), 0..12), 1..5),
+    ) {
+        let mut item = limited(stock, limit);
+        let names: Vec<(String, String)> = (0..40).map(|n| (format!("user:{}", n % 6), format!("order:{n}"))).collect();
+        for batch in &batches {
+            let records: Vec<ImportRecord> = batch
+                .iter()
+                .map(|(user, request, qty, status, deadline)| {
+                    let user = names[usize::from(*user)].0.as_bytes();
+                    let status = [Status::Purchased, Status::Held, Status::Confirmed, Status::Refunded, Status::Lapsed]
+                        .get(usize::from(*status));
+                    match status {
+                        None => ImportRecord::Buyer { user, units: *qty },
+                        Some(status) => ImportRecord::Request {
+                            id: names[usize::from(*request)].1.as_bytes(),
+                            user,
+                            qty: *qty,
+                            status: *status,
+                            deadline: *deadline,
+                            reply: 7,
+                        },
+                    }
+                })
+                .collect();
+            let before_stock = item.remaining();
+            let before = item.stats();
+            match item.judge_import(records.clone()) {
+                Err(_) => prop_assert_eq!(item.stats(), before),
+                Ok(Verdict::Answer(_)) => prop_assert!(false, "an import always changes"),
+                Ok(Verdict::Change(change)) => {
+                    prop_assert_eq!(item.apply(&[], change), records.len() as i64);
+                    let held: i64 = records.iter().map(|record| record.units_held()).sum();
+                    prop_assert_eq!(item.remaining(), before_stock - held);
+                    prop_assert!(item.check_bookkeeping().is_ok(), "{:?}", item.check_bookkeeping());
+                    let loaded = round_trip(&item).map_err(|e| TestCaseError::fail(e.0))?;
+                    prop_assert_eq!(loaded.stats(), item.stats());
+                }
+            }
+            if limit > 0 {
+                for (user, units) in item.buyers() {
+                    prop_assert!(units <= limit, "{:?} holds {}", user, units);
+                }
+            }
+        }
+    }
+}

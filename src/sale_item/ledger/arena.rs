@@ -81,6 +81,12 @@ impl Arena {
         }
     }
 
+    /// True if records of `bytes` bytes in all fit (see `Ledger::has_room_for`).
+    pub(super) fn has_room_for(&self, bytes: usize) -> bool {
+        let new_chunks = MAX_CHUNKS.saturating_sub(self.chunks.len());
+        new_chunks > (2 * bytes).div_ceil(MAX_CHUNK)
+    }
+
     pub(super) fn allocated(&self) -> usize {
         self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
             + self.chunks.iter().map(Vec::capacity).sum::<usize>()

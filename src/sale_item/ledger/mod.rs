@@ -466,6 +466,13 @@ impl Ledger {
             .map_or(0, u32::from_le_bytes)
     }
 
+    /// True if records of `bytes` bytes in all fit, however they fall into
+    /// chunks (each chunk may leave up to a record's size unused, at most
+    /// half of it).
+    pub fn has_room_for(&self, bytes: usize) -> bool {
+        self.arena.has_room_for(bytes)
+    }
+
     /// True if a buyer named `user` (when new) and a request with id
     /// `request_id` both fit, so that a sale judged possible never fails
     /// half-way through being recorded.
