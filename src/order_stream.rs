@@ -152,7 +152,8 @@ impl<'ctx> OrderStream<'ctx> {
         let qty = event.qty.to_string();
         let at = now_ms().to_string();
         let stock = event.stock.to_string();
-        let fields: [&[u8]; 14] = [
+        let until = event.until.map(|deadline| deadline.to_string());
+        let mut fields: [&[u8]; 16] = [
             b"event",
             event.kind.as_bytes(),
             b"item",
@@ -167,10 +168,20 @@ impl<'ctx> OrderStream<'ctx> {
             at.as_bytes(),
             b"stock",
             stock.as_bytes(),
+            b"until",
+            b"",
         ];
+        // `until` only on an event that has a deadline (a hold).
+        let fields = match &until {
+            Some(until) => {
+                fields[15] = until.as_bytes();
+                &fields[..]
+            }
+            None => &fields[..14],
+        };
         // Kept until the entry is replicated or taken back, and freed then;
         // a refused entry's go at once.
-        let mut fields = Strings::new(ctx, &fields).ok_or(RedisError::Str(ERR_STREAM_FULL))?;
+        let mut fields = Strings::new(ctx, fields).ok_or(RedisError::Str(ERR_STREAM_FULL))?;
         let id = key
             .add(&mut fields)
             .ok_or(RedisError::Str(ERR_STREAM_FULL))?;

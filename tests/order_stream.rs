@@ -119,6 +119,56 @@ fn every_event_kind_is_written_once_with_its_fields() {
     expect(4, "carol", "1", "r3", "7");
     expect(5, "carol", "1", "r3", "8");
     expect(6, "dave", "1", "", "7");
+    // A hold carries its deadline; no other kind has the field.
+    let until: Vec<Option<&str>> = all
+        .iter()
+        .map(|(_, fields)| fields.get("until").map(String::as_str))
+        .collect();
+    assert_eq!(
+        until,
+        [
+            None,
+            Some("4102444800000"),
+            None,
+            None,
+            Some("1"),
+            None,
+            None
+        ]
+    );
+}
+
+#[test]
+fn a_relative_hold_carries_the_deadline_holds_reports() {
+    let server = Server::start();
+    let mut con = server.client();
+    init_with_stream(&mut con, &[]);
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            ITEM,
+            "alice",
+            "1",
+            "ID",
+            "r1",
+            "HOLD",
+            "900",
+        ],
+    );
+    let holds: Vec<(String, String, i64, i64)> = ok(&mut con, &["SECKILL.HOLDS", ITEM]);
+    let [(_, _, _, deadline)] = holds[..] else {
+        panic!("one hold: {holds:?}");
+    };
+    let all = entries(&mut con);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].1["event"], "hold");
+    assert_eq!(all[0].1["until"], deadline.to_string());
+    let at: i64 = all[0].1["at"].parse().expect("at is Unix ms");
+    assert!(
+        (at + 899_000..=at + 901_000).contains(&deadline),
+        "at {at}, deadline {deadline}"
+    );
 }
 
 #[test]

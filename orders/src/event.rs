@@ -56,6 +56,9 @@ pub struct OrderEvent {
     pub order_id: String,
     pub at_ms: i64,
     pub stock: i64,
+    /// A hold's deadline, Unix ms (the entry's `until`). `None` for other
+    /// events, and for holds written by a module that did not send it.
+    pub hold_until_ms: Option<i64>,
 }
 
 impl OrderEvent {
@@ -94,6 +97,11 @@ impl OrderEvent {
             },
             at_ms: number("at")?,
             stock: number("stock")?,
+            // Optional: an older module writes no `until`.
+            hold_until_ms: match fields.get("until") {
+                None => None,
+                Some(_) => Some(number("until")?),
+            },
         })
     }
 }
@@ -156,6 +164,21 @@ mod tests {
         assert!(OrderEvent::parse("1-0", &unknown).is_err());
         assert!(OrderEvent::parse("1-0", &fields(&[("event", "purchase")])).is_err());
         assert!(OrderEvent::parse("nonsense", &purchase()).is_err());
+    }
+
+    #[test]
+    fn a_hold_reads_its_deadline_when_the_entry_has_one() {
+        let mut hold = purchase();
+        hold.insert("event".into(), "hold".into());
+        let old = OrderEvent::parse("1-0", &hold).unwrap();
+        assert_eq!((old.status, old.hold_until_ms), (Status::Held, None));
+        hold.insert("until".into(), "4102444800000".into());
+        let new = OrderEvent::parse("1-0", &hold).unwrap();
+        assert_eq!(new.hold_until_ms, Some(4102444800000));
+        hold.insert("until".into(), "soon".into());
+        assert!(OrderEvent::parse("1-0", &hold)
+            .unwrap_err()
+            .contains("until"));
     }
 
     #[test]

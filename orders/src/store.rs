@@ -88,7 +88,18 @@ fn describe(error: &dyn std::error::Error) -> String {
 
 /// Schema versions, applied in order, each once, under an advisory lock so
 /// that consumers starting together never race to create the same table.
-const MIGRATIONS: [&str; 1] = ["CREATE TABLE IF NOT EXISTS seckill_orders (
+/// Each is safe to run again (`IF NOT EXISTS`), and each comes with a
+/// query telling whether the table has it: a table dropped by hand and
+/// created again by a consumer that knows fewer versions is brought back
+/// up even though `seckill_orders_schema` records them.
+///
+/// A consumer never names a column a later version added, and names every
+/// column it writes, so consumers of an earlier version keep working on a
+/// table migrated further (a later column is left NULL by their inserts
+/// and untouched by their updates).
+const MIGRATIONS: [(&str, &str); 2] = [
+    (
+        "CREATE TABLE IF NOT EXISTS seckill_orders (
     item text NOT NULL,
     order_id text NOT NULL,
     user_id text NOT NULL,
@@ -100,56 +111,73 @@ const MIGRATIONS: [&str; 1] = ["CREATE TABLE IF NOT EXISTS seckill_orders (
     last_entry_ms bigint NOT NULL,
     last_entry_seq bigint NOT NULL,
     PRIMARY KEY (item, order_id)
-)"];
+)",
+        "SELECT to_regclass('seckill_orders') IS NOT NULL",
+    ),
+    // 2: a hold's deadline (the entry's `until`), NULL for orders without
+    // one. Adding a nullable column without a default rewrites no row.
+    (
+        "ALTER TABLE seckill_orders ADD COLUMN IF NOT EXISTS hold_until_ms bigint",
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('seckill_orders')
+        AND attname = 'hold_until_ms' AND NOT attisdropped)",
+    ),
+];
 
 /// The advisory lock key that serialises schema changes ("seckill" in hex).
 const SCHEMA_LOCK: i64 = 0x0073_6563_6b69_6c6c;
 
 /// Parameters per row of the upsert.
-const COLUMNS_PER_ROW: usize = 10;
+const COLUMNS_PER_ROW: usize = 11;
 /// Rows per upsert statement (PostgreSQL takes at most 65,535 parameters).
 const ROWS_PER_STATEMENT: usize = 1_000;
 
+/// The row's entry is older than the one being written.
+const NEWER: &str =
+    "(o.last_entry_ms, o.last_entry_seq) < (EXCLUDED.last_entry_ms, EXCLUDED.last_entry_seq)";
+
 /// Inserts each order, or moves it on, but only from an older stream
 /// entry: a redelivered entry, or one claimed out of order, changes
-/// nothing. `rows` distinct orders, as `$1..$10`, `$11..$20`, ...
+/// nothing, except that a hold's deadline missing from the row is filled
+/// in from whichever entry brings it (a hold entry applied after its
+/// order's confirmation, say); once set, it never changes. `rows`
+/// distinct orders, as `$1..$11`, `$12..$22`, ...
 fn upsert_of(rows: usize) -> String {
     let mut statement = String::from(
         "INSERT INTO seckill_orders AS o
     (item, order_id, user_id, qty, status, stock_after,
-     created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq)
+     created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq, hold_until_ms)
     VALUES ",
     );
     for row in 0..rows {
-        let p = |column: usize| row * COLUMNS_PER_ROW + column;
         if row > 0 {
             statement.push_str(", ");
         }
+        let params: Vec<String> = (1..=COLUMNS_PER_ROW)
+            .map(|column| format!("${}", row * COLUMNS_PER_ROW + column))
+            .collect();
+        statement.push('(');
+        statement.push_str(&params.join(", "));
+        statement.push(')');
+    }
+    statement.push_str("\n    ON CONFLICT (item, order_id) DO UPDATE SET");
+    for column in [
+        "status",
+        "stock_after",
+        "updated_at_ms",
+        "last_entry_ms",
+        "last_entry_seq",
+    ] {
         statement.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-            p(1),
-            p(2),
-            p(3),
-            p(4),
-            p(5),
-            p(6),
-            p(7),
-            p(8),
-            p(9),
-            p(10)
+            "\n        {column} = CASE WHEN {NEWER} THEN EXCLUDED.{column} ELSE o.{column} END,"
         ));
     }
-    statement.push_str(
+    statement.push_str(&format!(
         "
-    ON CONFLICT (item, order_id) DO UPDATE SET
-        status = EXCLUDED.status,
-        stock_after = EXCLUDED.stock_after,
-        updated_at_ms = EXCLUDED.updated_at_ms,
-        last_entry_ms = EXCLUDED.last_entry_ms,
-        last_entry_seq = EXCLUDED.last_entry_seq
-    WHERE (o.last_entry_ms, o.last_entry_seq)
-        < (EXCLUDED.last_entry_ms, EXCLUDED.last_entry_seq)",
-    );
+        hold_until_ms = COALESCE(o.hold_until_ms, EXCLUDED.hold_until_ms)
+    WHERE {NEWER}
+        OR (o.hold_until_ms IS NULL AND EXCLUDED.hold_until_ms IS NOT NULL)"
+    ));
     statement
 }
 
@@ -166,31 +194,34 @@ impl Store {
     /// would let it win anyway), so the rows go in one statement per
     /// `ROWS_PER_STATEMENT` rather than one round trip per row.
     pub fn apply(&mut self, events: &[OrderEvent]) -> Result<(), StoreError> {
-        // Per order: its newest entry, and the time of its first one (an
-        // order created within this batch keeps when it was created).
-        let mut orders: HashMap<(&str, &str), (&OrderEvent, i64)> =
+        // Per order: its newest entry, the time of its first one (an
+        // order created within this batch keeps when it was created), and
+        // a hold's deadline from whichever of its entries has one (its
+        // hold's, when the newest is its confirmation, say).
+        let mut orders: HashMap<(&str, &str), (&OrderEvent, i64, Option<i64>)> =
             HashMap::with_capacity(events.len());
         for event in events {
-            let (newest, created) = orders
+            let (newest, created, until) = orders
                 .entry((event.item.as_str(), event.order_id.as_str()))
-                .or_insert((event, event.at_ms));
+                .or_insert((event, event.at_ms, None));
             if event.entry > newest.entry {
                 *newest = event;
             }
             *created = (*created).min(event.at_ms);
+            *until = until.or(event.hold_until_ms);
         }
-        let mut rows: Vec<(&OrderEvent, i64)> = orders.into_values().collect();
-        rows.sort_by_key(|(event, _)| event.entry);
+        let mut rows: Vec<(&OrderEvent, i64, Option<i64>)> = orders.into_values().collect();
+        rows.sort_by_key(|(event, _, _)| event.entry);
         let mut transaction = self.client.transaction()?;
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let statement = upsert_of(chunk.len());
             let statuses: Vec<&str> = chunk
                 .iter()
-                .map(|(event, _)| event.status.as_str())
+                .map(|(event, _, _)| event.status.as_str())
                 .collect();
             let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 Vec::with_capacity(chunk.len() * COLUMNS_PER_ROW);
-            for ((event, created), status) in chunk.iter().zip(&statuses) {
+            for ((event, created, until), status) in chunk.iter().zip(&statuses) {
                 params.extend_from_slice(&[
                     &event.item,
                     &event.order_id,
@@ -202,6 +233,7 @@ impl Store {
                     &event.at_ms,
                     &event.entry.ms,
                     &event.entry.seq,
+                    until,
                 ]);
             }
             transaction.execute(statement.as_str(), &params)?;
@@ -223,13 +255,11 @@ fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
             .query_opt("SELECT max(version) FROM seckill_orders_schema", &[])?
             .and_then(|row| row.get::<_, Option<i32>>(0))
             .unwrap_or(0);
-        // A table dropped by hand is built again from the first version.
-        let table_exists: bool = client
-            .query_one("SELECT to_regclass('seckill_orders') IS NOT NULL", &[])?
-            .get(0);
-        let current = if table_exists { recorded } else { 0 };
-        for (version, migration) in (1..).zip(MIGRATIONS) {
-            if version > current {
+        for (version, (migration, applied)) in (1..).zip(MIGRATIONS) {
+            // A version recorded is applied again if the table lacks it: a
+            // table dropped by hand is built again from the first version.
+            let present: bool = client.query_one(applied, &[])?.get(0);
+            if version > recorded || !present {
                 let mut transaction = client.transaction()?;
                 transaction.batch_execute(migration)?;
                 if version > recorded {

@@ -15,6 +15,9 @@ pub struct EventView<'s> {
     pub request_id: &'s [u8],
     /// The stock after the event, as reads report it.
     pub stock: i64,
+    /// A hold's deadline (Unix ms), as `SECKILL.HOLDS` reports it; `None`
+    /// for every other kind.
+    pub until: Option<i64>,
 }
 
 impl SaleItem {
@@ -35,6 +38,7 @@ impl SaleItem {
                 qty: request.qty,
                 request_id: self.ledger.request_id(handle),
                 stock,
+                until: None,
             }
         };
         // Lapsed holds count as given back already: their release leaves
@@ -54,6 +58,8 @@ impl SaleItem {
                 qty: purchase.order.qty,
                 request_id: purchase.order.request_id.unwrap_or_default(),
                 stock: purchase.remaining,
+                // The deadline the hold is recorded with.
+                until: purchase.order.hold_until.map(|deadline| deadline.max(0)),
             }),
             Change::Confirm((_, handle)) => events.push(request_event("confirm", *handle, stock)),
             Change::Refund { handle, qty, .. } => {
