@@ -224,6 +224,18 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
     );
     row("`DEBUG DIGEST-VALUE`", seckill, native);
 
+    // A full scan, page by page: the longest call is what a reconcile job
+    // costs the server at worst (against HSCAN of the hash of buyers).
+    for count in [100, 1_000] {
+        let seckill = longest_scan_call(con, "SECKILL.SCAN", "big", count);
+        let native = longest_scan_call(con, "HSCAN", "h", count);
+        row(
+            &format!("longest call of a full `SECKILL.SCAN`, `COUNT {count}` (`HSCAN`)"),
+            seckill,
+            native,
+        );
+    }
+
     // Each contender alone in the database for the whole-dataset figures,
     // taking turns round by round as the other figures do: a rewrite ends
     // with an fsync, whose time drifts with what the disk is doing.
@@ -296,6 +308,61 @@ pub fn big_items(con: &mut Connection, buyers: usize) -> BigItems {
         empty_item,
         small_hash,
     }
+}
+
+/// The longest call, server-side (SLOWLOG) in ms, of a scan of `key` from
+/// cursor 0 to the end with `command key cursor COUNT count`.
+fn longest_scan_call(con: &mut Connection, command: &str, key: &str, count: usize) -> f64 {
+    let threshold: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("slowlog-log-slower-than")
+        .query(con)
+        .expect("config get");
+    ok::<String>(con, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    let mut cursor = "0".to_owned();
+    let mut longest: f64 = 0.0;
+    loop {
+        ok::<String>(con, &["SLOWLOG", "RESET"]);
+        let (next, _): (String, redis::Value) = redis::cmd(command)
+            .arg(key)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(count)
+            .query(con)
+            .expect("scan call");
+        longest = longest.max(scan_call_logged(con, command));
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    let old = threshold.get(1).map_or("10000", String::as_str);
+    ok::<String>(con, &["CONFIG", "SET", "slowlog-log-slower-than", old]);
+    longest
+}
+
+/// Milliseconds of the `command` call SLOWLOG kept last.
+fn scan_call_logged(con: &mut Connection, command: &str) -> f64 {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(10)
+        .query(con)
+        .expect("slowlog");
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            redis::Value::Array(fields) => {
+                let named = matches!(fields.get(3), Some(redis::Value::Array(args))
+                    if matches!(args.first(), Some(redis::Value::BulkString(name))
+                        if name.eq_ignore_ascii_case(command.as_bytes())));
+                match (named, fields.get(2)) {
+                    (true, Some(redis::Value::Int(usec))) => Some(*usec as f64 / 1000.0),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .fold(0.0, f64::max)
 }
 
 /// The longest call in SLOWLOG (entries over 100 µs are kept), in ms, and
