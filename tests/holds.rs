@@ -438,6 +438,78 @@ fn buyers_of_lapsed_holds_buy_again_alike_on_master_replica_and_aof() {
     assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
 }
 
+/// While lapsed holds wait for the sweep, purchases judged in the
+/// millisecond of the item's replicated moment reach replicas and the AOF
+/// as they came, and the others with the moment (AT): either way every
+/// server records the master's replies, and the buyers of lapsed holds buy
+/// again alike everywhere.
+#[test]
+fn purchases_during_a_backlog_sent_as_they_came_keep_the_masters_replies() {
+    let mut master = Server::start_with(&[
+        "--appendonly",
+        "yes",
+        "--seckill.sweep-interval-ms",
+        "60000",
+    ]);
+    let replica = Server::start_replica_of(&master);
+    let mut replica_con = replica.client();
+    let mut con = master.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "100000", "LIMIT", "1"]);
+    let deadline = server_now_ms(&mut con) + 300;
+    place_holds(&mut con, "sku:1", 500, None, deadline);
+    common::wait_until("the holds lapse", Duration::from_secs(10), || {
+        server_now_ms(&mut con) > deadline
+    });
+    let aof = master.dir().join("appendonlydir");
+    let moments_in_aof = || -> usize {
+        let mut found = 0;
+        for file in std::fs::read_dir(&aof)
+            .expect("the AOF directory")
+            .flatten()
+        {
+            let bytes = std::fs::read(file.path()).unwrap_or_default();
+            found += bytes.windows(9).filter(|w| w == b"$2\r\nAT\r\n$").count();
+        }
+        found
+    };
+    let before = moments_in_aof();
+    // Buyers of the lapsed holds (their limit counts the lapsed unit as
+    // given back) and new buyers, with and without ids, pipelined so that
+    // calls share milliseconds.
+    let mut pipe = redis::pipe();
+    let users: Vec<String> = (0..500).map(|n| format!("u{n}")).collect();
+    for (n, user) in users.iter().enumerate() {
+        pipe.cmd("SECKILL.DEDUCT").arg("sku:1").arg(user).arg(1);
+        if n % 2 == 0 {
+            pipe.arg("ID").arg(format!("again:{n}"));
+        }
+        pipe.cmd("SECKILL.DEDUCT")
+            .arg("sku:1")
+            .arg(format!("new:{n}"))
+            .arg(1)
+            .arg("ID")
+            .arg(format!("new:{n}"));
+    }
+    let replies: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert!(replies.iter().all(|reply| *reply >= 0), "{replies:?}");
+    let sent_with_moment = moments_in_aof() - before;
+    assert!(sent_with_moment >= 1, "no purchase carried its moment");
+    assert!(
+        sent_with_moment < replies.len(),
+        "every purchase carried its moment: none went as it came"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "10000"]), 1);
+    let on_master = snapshot(&mut con, "sku:1");
+    assert_eq!(
+        snapshot(&mut replica_con, "sku:1"),
+        on_master,
+        "replica differs"
+    );
+    master.restart();
+    let mut con = master.client();
+    assert_eq!(snapshot(&mut con, "sku:1"), on_master, "AOF replay differs");
+}
+
 #[test]
 fn holds_fire_their_keyspace_events() {
     let server = Server::start();

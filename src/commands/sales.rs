@@ -74,18 +74,14 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let judge = |item: &SaleItem, moment: Moment| {
         check_configured_id_length(ctx, item, user, options.request_id)?;
         let relative_hold = matches!(options.hold, Some(Hold::For(_)));
-        // A relative hold is judged at a moment, even on an item no clock
-        // judged before: this server's clock where it decides; where it
-        // applies its master's call as sent, the item's replicated moment,
-        // which was the master's clock when it sent the call so.
+        // Where this server applies its master's call as sent, it reads no
+        // clock: it judges the call at the item's replicated moment, which
+        // the master keeps alike (see below). A relative hold on an item no
+        // clock judged before is judged at this server's clock where it
+        // decides.
         let moment = match moment.or_decided(options.decided_at) {
-            Moment::Untimed if relative_hold => {
-                if master_decided(ctx) {
-                    Moment::Decided(item.replicated_moment())
-                } else {
-                    Moment::Now(now_ms())
-                }
-            }
+            Moment::Untimed if relative_hold && !master_decided(ctx) => Moment::Now(now_ms()),
+            Moment::Untimed => Moment::Decided(item.replicated_moment()),
             moment => moment,
         };
         let hold_until = match options.hold {
@@ -115,50 +111,39 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             }
             Verdict::Change(change) => change,
         };
-        // The reply a replica records must be the master's: send the
-        // deadline a relative hold reached and the moment lapses were
-        // judged at, unless the replica has that moment already (the
-        // item's replicated moment, kept alike everywhere by every
-        // purchase sent with AT), which is then the hold's as well.
-        let now = moment.now();
-        let lapsing = judged_with_lapses(item, moment);
-        let own_lapses = matches!(&change, Change::Deduct(purchase) if purchase.counted_own_lapses);
-        let as_sent = relative_hold && now.is_none_or(|now| now == item.replicated_moment());
+        // The reply a replica records must be the master's. A replica judges
+        // a call sent as it came at the item's replicated moment: that is
+        // this server's judgement when the moment is now, or when no hold is
+        // due by either (a relative hold's deadline needs the moment
+        // itself). Otherwise the call goes with the moment it was judged at
+        // (AT) and a relative hold with its deadline (HOLDUNTIL), and the
+        // item keeps that moment as its replicated one, on replicas too: in
+        // a flash sale, with many calls a millisecond on one item, most go
+        // as they came.
+        let anchor = item.replicated_moment();
+        let as_sent = match moment.now() {
+            None => true,
+            Some(now) if now == anchor => true,
+            Some(_) if relative_hold => false,
+            Some(now) => item
+                .next_deadline()
+                .is_none_or(|deadline| deadline > now.max(anchor)),
+        };
         let mut sent_at = options.decided_at;
-        let effect = match (options.request_id, hold_until) {
-            (Some(_), _) if as_sent => Effect::Verbatim,
-            (Some(request_id), _) if relative_hold || lapsing.is_some() => {
+        let effect = match moment.now() {
+            Some(now) if !as_sent => {
                 let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
-                rewrite
-                    .string(name)
-                    .string(user_arg)
-                    .string(qty_arg)
-                    .arg(b"ID")
-                    .arg(request_id);
+                rewrite.string(name).string(user_arg).string(qty_arg);
+                if let Some(request_id) = options.request_id {
+                    rewrite.arg(b"ID").arg(request_id);
+                }
                 if let Some(unix_ms) = hold_until {
                     rewrite.option(b"HOLDUNTIL", unix_ms);
                 }
-                if let Some(now) = if relative_hold { now } else { lapsing } {
-                    rewrite.option(b"AT", now);
-                    sent_at = Some(now);
-                }
+                rewrite.option(b"AT", now);
+                sent_at = Some(now);
                 Effect::Rewritten(rewrite)
             }
-            // The buyer's quota counted its lapsed holds, which stay until
-            // the sweep releases them: the replica must count them too.
-            (None, _) if own_lapses => match lapsing {
-                Some(now) => {
-                    let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
-                    rewrite
-                        .string(name)
-                        .string(user_arg)
-                        .string(qty_arg)
-                        .option(b"AT", now);
-                    sent_at = Some(now);
-                    Effect::Rewritten(rewrite)
-                }
-                None => Effect::Verbatim,
-            },
             _ => Effect::Verbatim,
         };
         if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {

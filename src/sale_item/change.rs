@@ -39,9 +39,6 @@ pub struct Purchase<'a> {
     request_hash: Option<u64>,
     /// The stock after the purchase, as reads report it: the reply.
     pub remaining: i64,
-    /// True if the buyer's quota counted some of its lapsed holds as given
-    /// back: a replica must judge the purchase at the same moment.
-    pub counted_own_lapses: bool,
     /// The moment the purchase reaches replicas with (its `AT`), which the
     /// item keeps as its replicated moment; `None` leaves that as it is.
     pub replicated_moment: Option<i64>,
@@ -275,7 +272,6 @@ impl SaleItem {
             buyer,
             request_hash,
             remaining,
-            counted_own_lapses: own_lapsing > 0,
             replicated_moment: None,
         })))
     }
