@@ -166,6 +166,57 @@ export declare class Transfer {
   readonly destination: string | Buffer | null;
 }
 
+/** The status of a request id, as `scan` reports it (the server's word). */
+export declare const RequestStatus: Readonly<{
+  /** Bought without a hold. */
+  PURCHASED: 'purchased';
+  /** A pending hold. */
+  HELD: 'held';
+  /** A hold that was confirmed. */
+  CONFIRMED: 'confirmed';
+  REFUNDED: 'refunded';
+  /** A hold whose deadline passed unconfirmed (released or not yet). */
+  LAPSED: 'lapsed';
+}>;
+export type RequestStatus = (typeof RequestStatus)[keyof typeof RequestStatus];
+
+/** A buyer, as `scan` lists it. The user is a string, or a Buffer when it is not valid UTF-8. */
+export declare class BuyerRecord {
+  private constructor();
+  readonly type: 'buyer';
+  readonly user: string | Buffer;
+  /** The units it holds now, as `bought` reports them (0 once it gave everything back). */
+  readonly units: number;
+}
+
+/** A purchase made with a request id, as `scan` lists it. Ids are strings, or Buffers when they are not valid UTF-8. */
+export declare class RequestRecord {
+  private constructor();
+  readonly type: 'request';
+  readonly requestId: string | Buffer;
+  readonly user: string | Buffer;
+  readonly qty: number;
+  readonly status: RequestStatus;
+  /** The hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
+  readonly deadline: number;
+}
+
+/** One record of `scan`: tell them apart by `type`. */
+export type ScanRecord = BuyerRecord | RequestRecord;
+
+/** One page of `scan`. */
+export declare class ScanPage {
+  private constructor();
+  /** The cursor of the next page, a decimal string; '0' when the scan is over. */
+  readonly cursor: string;
+  readonly records: ScanRecord[];
+}
+
+export interface ScanOptions {
+  /** Records a call: 10 by default, 10,000 at most. */
+  count?: SeckillInt;
+}
+
 /** An item's counters (SECKILL.INFO), the same under RESP2 and RESP3. */
 export declare class ItemInfo {
   private constructor();
@@ -275,6 +326,11 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   /** SECKILL.INFO: the item's counters; null if no item. */
   info(key: SeckillKey): R['info'];
   /**
+   * SECKILL.SCAN: one page of the item's records from `cursor` ('0', the
+   * default, starts a scan); a missing item gives cursor '0' and no records.
+   */
+  scan(key: SeckillKey, cursor?: SeckillInt | null, options?: ScanOptions): R['scan'];
+  /**
    * SECKILL.TAKE: takes up to `qty` units of the stock in hand out of this
    * part, once per transfer id; the units taken (0 if none; a retry: the same); null if no item.
    */
@@ -299,6 +355,7 @@ export interface SeckillValues {
   bought: number | null;
   holds: Hold[] | null;
   info: ItemInfo | null;
+  scan: ScanPage;
   take: number | null;
   settle: SettleOutcome;
   transfers: Transfer[] | null;
@@ -312,11 +369,21 @@ export interface SeckillWaitCommands {
   refund(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<number | null>>;
 }
 
+/** The iterator over an item's records (ioredis: client.seckill; node-redis: seckillOf(client)). */
+export interface SeckillScanIterator {
+  /**
+   * Every record of the item, following SECKILL.SCAN's cursor until it is
+   * '0', `count` records a call. Every record there when the scan starts
+   * comes once, however the item changes meanwhile.
+   */
+  scanIterator(key: SeckillKey, options?: ScanOptions): AsyncIterableIterator<ScanRecord>;
+}
+
 /**
- * The commands as promises of their values, with waits (ioredis:
- * client.seckill; node-redis: seckillOf(client)).
+ * The commands as promises of their values, with waits and scanIterator
+ * (ioredis: client.seckill; node-redis: seckillOf(client)).
  */
-export type SeckillCommands = SeckillWaitCommands & SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
+export type SeckillCommands = SeckillWaitCommands & SeckillScanIterator & SeckillCommandSet<{ [K in keyof SeckillValues]: Promise<SeckillValues[K]> }>;
 
 /**
  * The client's seckill commands, where deduct, confirm and refund also take

@@ -39,6 +39,7 @@
 const { COMMANDS } = require('./lib/commands');
 const { SeckillError } = require('./lib/errors');
 const { Durable } = require('./lib/values');
+const { scanIterator } = require('./lib/scan');
 
 const INSTALLED = Symbol.for('seckill-client.ioredis.installed');
 
@@ -170,6 +171,14 @@ for (const spec of COMMANDS) {
     return this.target[flat](...args);
   };
 }
+// client.seckill.scanIterator(key, { count }): every record of the item, a
+// SECKILL.SCAN at a time (not on a pipeline: each cursor comes from the last reply).
+namespaceProto.scanIterator = function (key, options) {
+  if (this.target.isPipeline) {
+    throw new TypeError('scanIterator needs a client, not a pipeline or transaction: each page\'s cursor comes from the last');
+  }
+  return scanIterator((...args) => this.target.seckillScan(...args), key, options);
+};
 function attachNamespace(target) {
   if (target && typeof target === 'object' && !Object.prototype.hasOwnProperty.call(target, 'seckill')) {
     const ns = Object.create(namespaceProto, { target: { value: target } });

@@ -5,7 +5,7 @@
 // take no wait: seckillOf(client) (in index.d.ts) gives the commands that do.
 import type {
   SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
-  InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, SeckillValues,
+  InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, ScanOptions, SeckillValues,
 } from './index';
 
 /** The part of node-redis's CommandParser that the commands use. */
@@ -33,6 +33,7 @@ type Commands = {
   bought: ModuleCommand<[key: SeckillKey, user: SeckillId], SeckillValues['bought']>;
   holds: ModuleCommand<[key: SeckillKey, user?: SeckillId | null], SeckillValues['holds']>;
   info: ModuleCommand<[key: SeckillKey], SeckillValues['info']>;
+  scan: ModuleCommand<[key: SeckillKey, cursor?: SeckillInt | null, options?: ScanOptions], SeckillValues['scan']>;
   take: ModuleCommand<[key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null], SeckillValues['take']>;
   settle: ModuleCommand<[key: SeckillKey, transferId: SeckillId], SeckillValues['settle']>;
   transfers: ModuleCommand<[key: SeckillKey], SeckillValues['transfers']>;

@@ -15,6 +15,7 @@ const {
   parseTransfers,
   parseConfirm,
   parseSettle,
+  parseScan,
 } = require('./values');
 
 const NO_ITEM = -3;
@@ -252,6 +253,14 @@ function buildHolds(key, user) {
   return { args, keys: [0] };
 }
 
+// scan(key, cursor = '0', { count })
+function buildScan(key, cursor, options) {
+  const o = checkOptions(options, ['count'], 'scan');
+  const args = [bytes(key, 'key'), given(cursor) ? integer(cursor, 'cursor') : '0'];
+  if (given(o.count)) args.push('COUNT', integer(o.count, 'count'));
+  return { args, keys: [0] };
+}
+
 // ---- replies --------------------------------------------------------------
 
 const countOrNull = (reply) => {
@@ -300,6 +309,7 @@ const COMMANDS = [
     build: buildKeyOnly,
     parse: (r, keyPrefix) => (r === null || r === undefined ? null : ItemInfo.fromReply(r, keyPrefix)),
   },
+  { method: 'scan', name: 'SECKILL.SCAN', readonly: true, build: buildScan, parse: parseScan },
   { method: 'take', name: 'SECKILL.TAKE', readonly: false, build: buildTake, parse: countOrNull },
   { method: 'settle', name: 'SECKILL.SETTLE', readonly: false, build: buildSettle, parse: parseSettle },
   {
@@ -312,4 +322,4 @@ const COMMANDS = [
   },
 ];
 
-module.exports = { COMMANDS, bytes, integer, isOptions, withoutWait };
+module.exports = { COMMANDS, bytes, integer, isOptions, checkOptions, buildScan, withoutWait };

@@ -157,6 +157,58 @@ class Transfer {
   }
 }
 
+/** The status of a request id, as `scan` reports it: the server's word. */
+const RequestStatus = Object.freeze({
+  /** Bought without a hold. */
+  PURCHASED: 'purchased',
+  /** A pending hold. */
+  HELD: 'held',
+  /** A hold that was confirmed. */
+  CONFIRMED: 'confirmed',
+  REFUNDED: 'refunded',
+  /** A hold whose deadline passed unconfirmed (released or not yet). */
+  LAPSED: 'lapsed',
+});
+
+const STATUSES = new Set(Object.values(RequestStatus));
+
+/** A buyer, as `scan` lists it: the units it holds now, as `bought` reports them. */
+class BuyerRecord {
+  constructor(user, units) {
+    /** 'buyer' */
+    this.type = 'buyer';
+    this.user = user;
+    this.units = units;
+    Object.freeze(this);
+  }
+}
+
+/** A purchase made with a request id, as `scan` lists it. */
+class RequestRecord {
+  constructor(requestId, user, qty, status, deadline) {
+    /** 'request' */
+    this.type = 'request';
+    this.requestId = requestId;
+    this.user = user;
+    this.qty = qty;
+    /** One of `RequestStatus`. */
+    this.status = status;
+    /** The hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
+    this.deadline = deadline;
+    Object.freeze(this);
+  }
+}
+
+/** One page of `scan`: the cursor of the next page ('0' when the scan is over) and its records. */
+class ScanPage {
+  constructor(cursor, records) {
+    /** A decimal string (cursors are 64-bit, beyond a number's exact range). */
+    this.cursor = cursor;
+    this.records = records;
+    Object.freeze(this);
+  }
+}
+
 // INFO's fields, in the server's order, with how to read each. The fields
 // marked optional came with a later module version: a reply without them
 // (an older module, which moves no units) reads as 0.
@@ -288,6 +340,24 @@ function parseHolds(reply) {
   });
 }
 
+function parseScanRecord(r, reply) {
+  if (!Array.isArray(r) || r.length < 1) throw unexpected('SECKILL.SCAN', reply);
+  const kind = toText(r[0]);
+  if (kind === 'buyer' && r.length >= 3) return new BuyerRecord(toId(r[1]), toInteger(r[2]));
+  if (kind === 'request' && r.length >= 6) {
+    const status = toText(r[4]);
+    if (!STATUSES.has(status)) throw unexpected('SECKILL.SCAN', reply);
+    return new RequestRecord(toId(r[1]), toId(r[2]), toInteger(r[3]), status, toInteger(r[5]));
+  }
+  throw unexpected('SECKILL.SCAN', reply);
+}
+
+// [next_cursor, [record, ...]]; a missing item answers ['0', []].
+function parseScan(reply) {
+  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) throw unexpected('SECKILL.SCAN', reply);
+  return new ScanPage(toText(reply[0]), reply[1].map((r) => parseScanRecord(r, reply)));
+}
+
 function parseTransfers(reply, keyPrefix) {
   if (reply === null || reply === undefined) return null;
   if (!Array.isArray(reply)) throw unexpected('SECKILL.TRANSFERS', reply);
@@ -322,6 +392,11 @@ module.exports = {
   Hold,
   Transfer,
   ItemInfo,
+  RequestStatus,
+  BuyerRecord,
+  RequestRecord,
+  ScanPage,
+  parseScan,
   toInteger,
   toIntegerOrNull,
   parseHolds,

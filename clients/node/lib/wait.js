@@ -13,6 +13,7 @@
 
 const { COMMANDS, withoutWait } = require('./commands');
 const { Durable } = require('./values');
+const { scanIterator } = require('./scan');
 
 const IOREDIS_INSTALLED = Symbol.for('seckill-client.ioredis.installed');
 
@@ -45,6 +46,7 @@ function nodeRedisCommands(client) {
       }
       : (...callArgs) => sk[method](...callArgs);
   }
+  commands.scanIterator = (key, options) => scanIterator((...args) => sk.scan(...args), key, options);
   return Object.freeze(commands);
 }
 
@@ -52,7 +54,8 @@ const wrapped = new WeakMap();
 
 /**
  * The client's seckill commands, where deduct, confirm and refund also take
- * a wait ({ waitReplicas, waitTimeoutMs }) and then resolve to a Durable.
+ * a wait ({ waitReplicas, waitTimeoutMs }) and then resolve to a Durable,
+ * and scanIterator(key, { count }) walks an item's records.
  * @param client a node-redis client, cluster or pool created with
  *   { modules: { seckill } }, or an ioredis Redis or Cluster after
  *   installSeckill() (its client.seckill is returned)

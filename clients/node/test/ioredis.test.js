@@ -8,11 +8,11 @@ const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+  commandsScenario, scanScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
 } = require('./helpers/suite');
 const {
   installSeckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
-  RequestIdConflictError, InvalidArgumentError, ErrorKind,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind, seckillOf,
 } = require('..');
 
 let server;
@@ -301,4 +301,20 @@ test('arguments are checked before anything is sent', async () => {
   assert.equal(SeckillError.from(err), err);
   // In a pipeline the same mistake throws at once.
   assert.throws(() => redis.pipeline().seckill.add('k', true), TypeError);
+});
+
+test('scan: one page, and scanIterator over every record, in every configuration', async (t) => {
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      assert.equal(seckillOf(redis), redis.seckill);
+      await scanScenario(redis.seckill, admin);
+      assert.equal((await redis.seckillScan('{scan}:every', 0, { count: 2 })).records.length, 2);
+      const [[err, page]] = await redis.pipeline().seckill.scan('{scan}:every', '0', { count: 100 }).exec();
+      assert.equal(err, null);
+      assert.deepEqual([page.cursor, page.records.length], ['0', 11]);
+      assert.throws(() => redis.pipeline().seckill.scanIterator('{scan}:every'), TypeError);
+    });
+  }
 });

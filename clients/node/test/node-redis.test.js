@@ -6,11 +6,11 @@ const assert = require('node:assert/strict');
 const { createClient, RESP_TYPES } = require('redis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+  commandsScenario, scanScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
 } = require('./helpers/suite');
 const {
   seckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
-  RequestIdConflictError, InvalidArgumentError, ErrorKind, SplitItem,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind, SplitItem, seckillOf,
 } = require('..');
 
 let server;
@@ -266,4 +266,19 @@ test('arguments are checked before anything is sent', async () => {
   expectSeckillError(serverErr, InvalidArgumentError, {
     kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
   });
+});
+
+test('scan: one page, and scanIterator (seckillOf) over every record, under RESP2 and RESP3', async (t) => {
+  for (const RESP of [2, 3]) {
+    await t.test(`RESP${RESP}`, async () => {
+      await admin('FLUSHALL');
+      const client = await connect({ RESP });
+      await scanScenario(seckillOf(client), admin);
+      // The module's own scan: one page, in multi() too.
+      const page = await client.seckill.scan('{scan}:every', 0, { count: 2 });
+      assert.equal(page.records.length, 2);
+      const [queued] = await client.multi().seckill.scan('{scan}:every', '0', { count: 100 }).exec();
+      assert.deepEqual([queued.cursor, queued.records.length], ['0', 11]);
+    });
+  }
 });

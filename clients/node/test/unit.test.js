@@ -8,7 +8,7 @@ const {
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
   NoPermissionError, InvalidArgumentError, UnavailableError, ErrorKind, DeductResult, Durable, Outcome, ItemInfo,
   UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, SettleOutcome, Transfer,
-  SplitItem, fnv1a32, seckill,
+  SplitItem, fnv1a32, seckill, RequestStatus, BuyerRecord, RequestRecord, ScanPage,
 } = require('..');
 const { COMMANDS } = require('../lib/commands');
 
@@ -221,4 +221,34 @@ test('transfers and settle replies', () => {
   assert.deepEqual(add('p1', 3, 't').args, ['p1', '3', 'ID', 't']);
   assert.equal(seckill.transfers.IS_READ_ONLY, true);
   assert.equal(seckill.take.IS_READ_ONLY, false);
+});
+
+test('scan replies of every string and integer mapping give the same records', () => {
+  const parse = COMMANDS.find((c) => c.method === 'scan').parse;
+  const expected = [
+    { type: 'buyer', user: 'ann', units: 1 },
+    { type: 'request', requestId: 'r-1', user: 'ann', qty: 1, status: RequestStatus.HELD, deadline: 4102444800000 },
+  ];
+  for (const reply of [
+    ['7124645162541645885', [['buyer', 'ann', 1], ['request', 'r-1', 'ann', 1, 'held', 4102444800000]]],
+    [Buffer.from('7124645162541645885'), [[Buffer.from('buyer'), Buffer.from('ann'), 1n],
+      [Buffer.from('request'), Buffer.from('r-1'), Buffer.from('ann'), '1', Buffer.from('held'), 4102444800000n]]],
+  ]) {
+    const page = parse(reply);
+    assert.ok(page instanceof ScanPage && Object.isFrozen(page));
+    assert.equal(page.cursor, '7124645162541645885'); // beyond 2^53: kept exact, as a string
+    assert.ok(page.records[0] instanceof BuyerRecord && page.records[1] instanceof RequestRecord);
+    assert.deepEqual(page.records.map((r) => ({ ...r })), expected);
+  }
+  const user = Buffer.from([0xff, 0xfe]);
+  assert.deepEqual(parse(['0', [['buyer', user, 0]]]).records[0].user, user); // not UTF-8: the Buffer
+  assert.deepEqual({ ...parse(['0', []]) }, { cursor: '0', records: [] });
+  assert.throws(() => parse(['0', [['request', 'r', 'u', 1, 'pending', 0]]]), TypeError);
+  assert.throws(() => parse(['0', [['seller', 'u', 1]]]), TypeError);
+  assert.throws(() => parse(null), TypeError);
+  const build = COMMANDS.find((c) => c.method === 'scan').build;
+  assert.deepEqual(build('k').args, ['k', '0']);
+  assert.deepEqual(build('k', 18446744073709551615n, { count: 5 }).args, ['k', '18446744073709551615', 'COUNT', '5']);
+  assert.throws(() => build('k', '0', { cnt: 5 }), TypeError);
+  assert.throws(() => build('k', 2 ** 64), RangeError);
 });

@@ -8,6 +8,7 @@ take ``wait_replicas=`` to learn, in the same round trip, how many replicas have
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, overload
 
 import redis
@@ -37,12 +38,16 @@ from .replies import durable_result, register_response_callbacks
 from .values import (
     UNLIMITED,
     UNLIMITED_STOCK,
+    BuyerRecord,
     ConfirmOutcome,
     DeductResult,
     Durable,
     Hold,
     ItemInfo,
     Outcome,
+    RequestRecord,
+    RequestStatus,
+    ScanRecord,
     SettleOutcome,
     Transfer,
 )
@@ -59,6 +64,10 @@ __all__ = [
     "Hold",
     "Transfer",
     "ItemInfo",
+    "RequestStatus",
+    "BuyerRecord",
+    "RequestRecord",
+    "ScanRecord",
     "SplitItem",
     "fnv1a32",
     "ErrorKind",
@@ -327,6 +336,29 @@ class Seckill:
     def info(self, key: Key) -> ItemInfo | None:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def scan(self, key: Key, cursor: int = 0, *, count: int | None = None) -> tuple[int, list[ScanRecord]]:
+        """SECKILL.SCAN: one page of the item's records from ``cursor`` (0 starts a scan): the next
+        cursor (0 when the scan is over) and at most ``count`` records (10 by default, 10,000 at
+        most). A missing item answers ``(0, [])``; a made-up or stale cursor raises
+        ``InvalidArgumentError``."""
+        return self._call(commands.scan(key, cursor, count))
+
+    def scan_iter(self, key: Key, count: int | None = None) -> Iterator[ScanRecord]:
+        """Every record of the item (``BuyerRecord`` and ``RequestRecord``), following the cursor of
+        ``SECKILL.SCAN`` until it is 0, ``count`` records a call. Every record that existed when the
+        scan started is yielded once, however the item changes meanwhile; records written during
+        the scan come too, at its end. Needs a client, not a pipeline."""
+        if self._queued is not None:
+            raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
+        args = commands.scan(key, 0, count)  # checks the arguments before the first call
+        cursor = 0
+        while True:
+            cursor, records = self._call(args)
+            yield from records
+            if cursor == 0:
+                return
+            args = commands.scan(key, cursor, count)
 
     def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> int | None:
         """SECKILL.TAKE: take up to ``qty`` units of the stock in hand out of this part, recorded as

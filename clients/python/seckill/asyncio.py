@@ -8,7 +8,7 @@ queues its command at once and returns the pipeline (awaiting it is optional, as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, overload
 
 import redis
@@ -23,7 +23,7 @@ from .errors import raise_typed
 from .pipelines import QueuedCommands
 from .replies import durable_result, register_response_callbacks
 from .split import _parts, named, part_index, split_stock, sum_stock
-from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, SettleOutcome, Transfer
+from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, ScanRecord, SettleOutcome, Transfer
 
 __all__ = ["Seckill", "SplitItem"]
 
@@ -272,6 +272,28 @@ class Seckill:
     def info(self, key: Key) -> Awaitable[ItemInfo | None]:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def scan(
+        self, key: Key, cursor: int = 0, *, count: int | None = None
+    ) -> Awaitable[tuple[int, list[ScanRecord]]]:
+        """SECKILL.SCAN: one page from ``cursor`` (0 starts): the next cursor (0 when the scan is
+        over) and the page's records; ``(0, [])`` if no item (see ``seckill.Seckill.scan``)."""
+        return self._call(commands.scan(key, cursor, count))
+
+    async def scan_iter(self, key: Key, count: int | None = None) -> AsyncIterator[ScanRecord]:
+        """Every record of the item, following the cursor of ``SECKILL.SCAN`` until it is 0
+        (``async for record in sk.scan_iter(key)``; see ``seckill.Seckill.scan_iter``). Needs a
+        client, not a pipeline."""
+        if self._queued is not None:
+            raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
+        args = commands.scan(key, 0, count)
+        while True:
+            cursor, records = await self._call(args)
+            for record in records:
+                yield record
+            if cursor == 0:
+                return
+            args = commands.scan(key, cursor, count)
 
     def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.TAKE: take up to ``qty`` units out of this part as transfer ``transfer_id``;

@@ -164,3 +164,9 @@ def holds(key: Key, user: Key | None) -> Args:
 
 def info(key: Key) -> Args:
     return ("SECKILL.INFO", _key("key", key))
+
+
+def scan(key: Key, cursor: int, count: int | None) -> Args:
+    args: list[Arg] = ["SECKILL.SCAN", _key("key", key), _number("cursor", cursor)]
+    _option(args, "COUNT", "count", count)
+    return tuple(args)

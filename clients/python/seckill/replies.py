@@ -12,7 +12,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import raise_typed, typed_error
-from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, SettleOutcome, Transfer
+from .values import (
+    BuyerRecord,
+    ConfirmOutcome,
+    DeductResult,
+    Durable,
+    Hold,
+    ItemInfo,
+    RequestRecord,
+    RequestStatus,
+    ScanRecord,
+    SettleOutcome,
+    Transfer,
+)
 
 __all__ = ["RESPONSE_CALLBACKS", "durable_result", "register_response_callbacks"]
 
@@ -124,6 +136,31 @@ def transfers(reply: Any) -> list[Transfer] | None:
     ]
 
 
+def _scan_record(record: Any) -> ScanRecord:
+    if isinstance(record, (BuyerRecord, RequestRecord)):
+        return record
+    kind = _str_if_utf8(record[0])
+    if kind == "buyer":
+        return BuyerRecord(_str_if_utf8(record[1]), int(record[2]))
+    if kind == "request":
+        status = _str_if_utf8(record[4])
+        return RequestRecord(
+            _str_if_utf8(record[1]),
+            _str_if_utf8(record[2]),
+            int(record[3]),
+            RequestStatus(status),
+            int(record[5]),
+        )
+    raise ValueError(f"unexpected record in the reply to SECKILL.SCAN: {record!r}")
+
+
+def scan_page(reply: Any) -> tuple[int, list[ScanRecord]]:
+    """SCAN: the next cursor (0: the scan is over) and the page's records. A missing item answers
+    ``(0, [])``."""
+    cursor, records = reply
+    return int(cursor), [_scan_record(record) for record in records]
+
+
 def item_info(reply: Any) -> ItemInfo | None:
     if reply is None or isinstance(reply, ItemInfo):
         return reply
@@ -157,6 +194,7 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.BOUGHT": _passing_errors(int_or_none),
     "SECKILL.HOLDS": _passing_errors(holds),
     "SECKILL.INFO": _passing_errors(item_info),
+    "SECKILL.SCAN": _passing_errors(scan_page),
     "SECKILL.TAKE": _passing_errors(count_or_none),
     "SECKILL.SETTLE": _passing_errors(settle_outcome),
     "SECKILL.TRANSFERS": _passing_errors(transfers),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar, Union
 
 __all__ = [
     "UNLIMITED",
@@ -17,6 +17,10 @@ __all__ = [
     "Transfer",
     "ItemInfo",
     "Durable",
+    "RequestStatus",
+    "BuyerRecord",
+    "RequestRecord",
+    "ScanRecord",
 ]
 
 T = TypeVar("T")
@@ -99,6 +103,51 @@ class Hold:
     user: str | bytes
     qty: int
     deadline: int
+
+
+class RequestStatus(enum.Enum):
+    """The status of a request id, as ``SECKILL.SCAN`` reports it. The value is the server's word."""
+
+    PURCHASED = "purchased"
+    """Bought without a hold."""
+    HELD = "held"
+    """A pending hold."""
+    CONFIRMED = "confirmed"
+    """A hold that was confirmed."""
+    REFUNDED = "refunded"
+    LAPSED = "lapsed"
+    """A hold whose deadline passed unconfirmed (released or not yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuyerRecord:
+    """A buyer, as ``SECKILL.SCAN`` lists it: ``units`` is what ``SECKILL.BOUGHT`` reports now
+    (0 for a buyer that gave everything back).
+
+    ``user`` is ``str`` when it is valid UTF-8, else the raw ``bytes``.
+    """
+
+    user: str | bytes
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """A purchase made with a request id, as ``SECKILL.SCAN`` lists it.
+
+    ``request_id`` and ``user`` are ``str`` when they are valid UTF-8, else the raw ``bytes``.
+    ``deadline`` is the hold's, in Unix milliseconds; 0 for a purchase made without a hold.
+    """
+
+    request_id: str | bytes
+    user: str | bytes
+    qty: int
+    status: RequestStatus
+    deadline: int
+
+
+#: One record of ``SECKILL.SCAN``.
+ScanRecord = Union[BuyerRecord, RequestRecord]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 use crate::command::{self, Deduct, Durably, Init, Waitable};
 use crate::reply::{
-    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, SettleOutcome, Transfer,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, ScanPage, ScanRecord,
+    SettleOutcome, Transfer,
 };
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
@@ -153,6 +154,33 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         query(command::info(key), self)
     }
 
+    /// One page of the item's records from `cursor` (0 starts a scan); see
+    /// `SeckillCommands::seckill_scan`.
+    fn seckill_scan<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        cursor: u64,
+        count: Option<u64>,
+    ) -> impl Future<Output = Result<ScanPage>> + Send {
+        query(command::scan(key, cursor, count), self)
+    }
+
+    /// Every record of the item, following `SECKILL.SCAN`'s cursor until
+    /// it is 0: `while let Some(record) = scan.next_record().await`.
+    fn seckill_scan_iter<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        count: Option<u64>,
+    ) -> AsyncScanIter<'_, Self> {
+        AsyncScanIter {
+            con: self,
+            key: key.to_redis_args(),
+            count,
+            cursor: Some(0),
+            page: Vec::new().into_iter(),
+        }
+    }
+
     fn seckill_take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(
         &mut self,
         key: K,
@@ -191,3 +219,37 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
 }
 
 impl<C: redis::aio::ConnectionLike + Send> AsyncSeckillCommands for C {}
+
+/// The records of an item, a `SECKILL.SCAN` page at a time, on an async
+/// connection (see `AsyncSeckillCommands::seckill_scan_iter`).
+pub struct AsyncScanIter<'a, C> {
+    con: &'a mut C,
+    key: Vec<Vec<u8>>,
+    count: Option<u64>,
+    /// The cursor of the next page; `None` once the scan is over.
+    cursor: Option<u64>,
+    page: std::vec::IntoIter<ScanRecord>,
+}
+
+impl<C: AsyncSeckillCommands> AsyncScanIter<'_, C> {
+    /// The next record, `None` at the end of the scan. An error ends the
+    /// scan after it is returned.
+    pub async fn next_record(&mut self) -> Option<Result<ScanRecord>> {
+        loop {
+            if let Some(record) = self.page.next() {
+                return Some(Ok(record));
+            }
+            let cursor = self.cursor?;
+            match self.con.seckill_scan(&self.key, cursor, self.count).await {
+                Ok(page) => {
+                    self.cursor = (page.cursor != 0).then_some(page.cursor);
+                    self.page = page.records.into_iter();
+                }
+                Err(err) => {
+                    self.cursor = None;
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+}

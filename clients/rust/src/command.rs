@@ -473,6 +473,18 @@ pub fn info<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.INFO", key)
 }
 
+/// `SECKILL.SCAN key cursor [COUNT count]` → `ScanPage` (cursor 0 starts
+/// a scan; the server reads at most 10,000 records a call, whatever
+/// `count` asks, 10 without one)
+pub fn scan<K: ToRedisArgs>(key: K, cursor: u64, count: Option<u64>) -> Cmd {
+    let mut cmd = keyed("SECKILL.SCAN", key);
+    cmd.arg(cursor);
+    if let Some(count) = count {
+        cmd.arg("COUNT").arg(count);
+    }
+    cmd
+}
+
 /// `SECKILL.TAKE key qty ID transfer_id [TO destination]` → `ItemFigure`
 /// (the units taken; `None` without an item)
 pub fn take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(

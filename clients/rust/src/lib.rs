@@ -38,8 +38,8 @@ pub use error::{Error, ErrorKind, Result, SeckillError};
 /// For programs that log the URL they connect to.
 pub use mask::mask_password;
 pub use reply::{
-    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, Outcome, SettleOutcome,
-    Transfer, UNLIMITED_STOCK,
+    BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, Outcome,
+    RequestRecord, RequestStatus, ScanPage, ScanRecord, SettleOutcome, Transfer, UNLIMITED_STOCK,
 };
 pub use split::SplitItem;
 
@@ -155,6 +155,38 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query(command::info(key), self)
     }
 
+    /// One page of the item's records from `cursor` (0 starts a scan):
+    /// the next cursor (0 when it is over) and at most `count` records (10
+    /// without one). A missing item gives an empty page with cursor 0; a
+    /// made-up or stale cursor, `ErrorKind::InvalidArgument`.
+    fn seckill_scan<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        cursor: u64,
+        count: Option<u64>,
+    ) -> Result<ScanPage> {
+        query(command::scan(key, cursor, count), self)
+    }
+
+    /// Every record of the item, following `SECKILL.SCAN`'s cursor until
+    /// it is 0, `count` records a call. Every record that existed when the
+    /// scan started comes once, however the item changes meanwhile;
+    /// records written during the scan come too, at its end. An error
+    /// ends the iteration after it is yielded.
+    fn seckill_scan_iter<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+        count: Option<u64>,
+    ) -> ScanIter<'_, Self> {
+        ScanIter {
+            con: self,
+            key: key.to_redis_args(),
+            count,
+            cursor: Some(0),
+            page: Vec::new().into_iter(),
+        }
+    }
+
     /// Units taken out of this part; `None` without an item.
     fn seckill_take<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs>(
         &mut self,
@@ -192,7 +224,41 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
 
 impl<C: redis::ConnectionLike> SeckillCommands for C {}
 
+/// The records of an item, a `SECKILL.SCAN` page at a time (see
+/// `SeckillCommands::seckill_scan_iter`).
+pub struct ScanIter<'a, C> {
+    con: &'a mut C,
+    key: Vec<Vec<u8>>,
+    count: Option<u64>,
+    /// The cursor of the next page; `None` once the scan is over.
+    cursor: Option<u64>,
+    page: std::vec::IntoIter<ScanRecord>,
+}
+
+impl<C: SeckillCommands> Iterator for ScanIter<'_, C> {
+    type Item = Result<ScanRecord>;
+
+    fn next(&mut self) -> Option<Result<ScanRecord>> {
+        loop {
+            if let Some(record) = self.page.next() {
+                return Some(Ok(record));
+            }
+            let cursor = self.cursor?;
+            match self.con.seckill_scan(&self.key, cursor, self.count) {
+                Ok(page) => {
+                    self.cursor = (page.cursor != 0).then_some(page.cursor);
+                    self.page = page.records.into_iter();
+                }
+                Err(err) => {
+                    self.cursor = None;
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+}
+
 #[cfg(feature = "aio")]
 mod asynchronous;
 #[cfg(feature = "aio")]
-pub use asynchronous::AsyncSeckillCommands;
+pub use asynchronous::{AsyncScanIter, AsyncSeckillCommands};

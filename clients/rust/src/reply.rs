@@ -161,6 +161,131 @@ impl FromRedisValue for Hold {
     }
 }
 
+/// The status of a request id, as `SECKILL.SCAN` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestStatus {
+    /// Bought without a hold.
+    Purchased,
+    /// A pending hold.
+    Held,
+    /// A hold that was confirmed.
+    Confirmed,
+    Refunded,
+    /// A hold whose deadline passed unconfirmed (released or not yet).
+    Lapsed,
+}
+
+impl RequestStatus {
+    /// The server's word for it (`purchased`, ...), the same in every
+    /// client library.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestStatus::Purchased => "purchased",
+            RequestStatus::Held => "held",
+            RequestStatus::Confirmed => "confirmed",
+            RequestStatus::Refunded => "refunded",
+            RequestStatus::Lapsed => "lapsed",
+        }
+    }
+
+    /// The status the server names `word`.
+    pub fn of_name(word: &str) -> Option<RequestStatus> {
+        Some(match word {
+            "purchased" => RequestStatus::Purchased,
+            "held" => RequestStatus::Held,
+            "confirmed" => RequestStatus::Confirmed,
+            "refunded" => RequestStatus::Refunded,
+            "lapsed" => RequestStatus::Lapsed,
+            _ => return None,
+        })
+    }
+}
+
+impl FromRedisValue for RequestStatus {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let word: String = FromRedisValue::from_redis_value(value)?;
+        RequestStatus::of_name(&word)
+            .ok_or_else(|| format!("unknown request status {word:?} in a SCAN reply").into())
+    }
+}
+
+/// A buyer, as `SECKILL.SCAN` lists it: the units it holds now, as
+/// `SECKILL.BOUGHT` reports them (0 once it gave everything back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuyerRecord {
+    pub user: String,
+    pub units: i64,
+}
+
+/// A purchase made with a request id, as `SECKILL.SCAN` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub request_id: String,
+    pub user: String,
+    pub qty: i64,
+    pub status: RequestStatus,
+    /// The hold's deadline, Unix milliseconds; 0 for a purchase made
+    /// without a hold.
+    pub deadline: i64,
+}
+
+/// One record of `SECKILL.SCAN`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanRecord {
+    Buyer(BuyerRecord),
+    Request(RequestRecord),
+}
+
+impl FromRedisValue for ScanRecord {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let Value::Array(mut fields) = value else {
+            return Err(format!("expected a SCAN record, got {value:?}").into());
+        };
+        if fields.is_empty() {
+            return Err("expected a SCAN record, got an empty array".into());
+        }
+        let kind: String = FromRedisValue::from_redis_value(fields.remove(0))?;
+        let fields = Value::Array(fields);
+        match kind.as_str() {
+            "buyer" => {
+                let (user, units) = FromRedisValue::from_redis_value(fields)?;
+                Ok(ScanRecord::Buyer(BuyerRecord { user, units }))
+            }
+            "request" => {
+                let (request_id, user, qty, status, deadline) =
+                    FromRedisValue::from_redis_value(fields)?;
+                Ok(ScanRecord::Request(RequestRecord {
+                    request_id,
+                    user,
+                    qty,
+                    status,
+                    deadline,
+                }))
+            }
+            other => Err(format!("unknown SCAN record {other:?}").into()),
+        }
+    }
+}
+
+/// One page of `SECKILL.SCAN`: the cursor of the next page (0 when the
+/// scan is over) and this page's records. A missing item replies an empty
+/// page with cursor 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanPage {
+    pub cursor: u64,
+    pub records: Vec<ScanRecord>,
+}
+
+impl FromRedisValue for ScanPage {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let (cursor, records): (String, Vec<ScanRecord>) = FromRedisValue::from_redis_value(value)?;
+        let cursor = cursor
+            .parse()
+            .map_err(|_| ParsingError::from(format!("expected a SCAN cursor, got {cursor:?}")))?;
+        Ok(ScanPage { cursor, records })
+    }
+}
+
 /// The counters of one item, as `SECKILL.INFO` replies them (a flat
 /// field/value array under RESP2, a map under RESP3: the same value here).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const {
   Outcome, ConfirmOutcome, SettleOutcome, DeductResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError, NoPermissionError,
-  InvalidArgumentError, ErrorKind, SplitItem,
+  InvalidArgumentError, ErrorKind, SplitItem, RequestStatus, BuyerRecord, RequestRecord, ScanPage,
 } = require('../..');
 
 const FAR = 4102444800000; // 2100-01-01, Unix ms
@@ -501,6 +501,101 @@ async function errorsScenario(sk, admin, connectAs, { typedDirectly }) {
   await assert.rejects(sk.add('{e}:item', 1, { transferID: 't' }), TypeError);
 }
 
+// SECKILL.SCAN: `sk` is seckillOf(client), with scan and scanIterator.
+async function scanScenario(sk, admin) {
+  const plainRecord = (r) => {
+    assert.ok(r instanceof BuyerRecord || r instanceof RequestRecord, `a record, got ${r}`);
+    assert.ok(Object.isFrozen(r));
+    return { ...r };
+  };
+  const all = async (iterator) => {
+    const out = [];
+    for await (const r of iterator) out.push(plainRecord(r));
+    return out;
+  };
+
+  // A request id of every status, and a buyer without one.
+  const key = '{scan}:every';
+  const [seconds] = await admin('TIME');
+  const past = Number(seconds) * 1000 - 60000;
+  assert.equal(await sk.init(key, 100), true);
+  assert.ok((await sk.deduct(key, 'ann', 1, { requestId: 'r-purchased' })).ok);
+  assert.ok((await sk.deduct(key, 'bob', 2, { requestId: 'r-held', holdUntil: FAR })).ok);
+  assert.ok((await sk.deduct(key, 'cy', 1, { requestId: 'r-confirmed', holdUntil: FAR })).ok);
+  assert.equal(await sk.confirm(key, 'r-confirmed'), ConfirmOutcome.CONFIRMED);
+  assert.ok((await sk.deduct(key, 'dee', 3, { requestId: 'r-refunded' })).ok);
+  assert.equal(await sk.refund(key, 'r-refunded'), 3);
+  assert.ok((await sk.deduct(key, 'eve', 1, { requestId: 'r-lapsed', holdUntil: past })).ok);
+  assert.ok((await sk.deduct(key, 'fay', 2)).ok);
+  const buyer = (user, units) => ({ type: 'buyer', user, units });
+  const request = (requestId, user, qty, status, deadline) => ({ type: 'request', requestId, user, qty, status, deadline });
+  const expected = [
+    buyer('ann', 1), request('r-purchased', 'ann', 1, RequestStatus.PURCHASED, 0),
+    buyer('bob', 2), request('r-held', 'bob', 2, RequestStatus.HELD, FAR),
+    buyer('cy', 1), request('r-confirmed', 'cy', 1, RequestStatus.CONFIRMED, FAR),
+    buyer('dee', 0), request('r-refunded', 'dee', 3, RequestStatus.REFUNDED, 0),
+    buyer('eve', 0), request('r-lapsed', 'eve', 1, RequestStatus.LAPSED, past),
+    buyer('fay', 2),
+  ];
+  assert.deepEqual(await all(sk.scanIterator(key)), expected);
+  for (const count of [1, 3n, '10000']) assert.deepEqual(await all(sk.scanIterator(key, { count })), expected);
+
+  // Page by page: the default page is 10 records; the cursor is a string.
+  const first = await sk.scan(key, '0');
+  assert.ok(first instanceof ScanPage && Object.isFrozen(first));
+  assert.equal(typeof first.cursor, 'string');
+  assert.notEqual(first.cursor, '0');
+  assert.deepEqual(first.records.map(plainRecord), expected.slice(0, 10));
+  const last = await sk.scan(key, first.cursor, { count: 100 });
+  assert.equal(last.cursor, '0');
+  assert.deepEqual(last.records.map(plainRecord), expected.slice(10));
+  assert.deepEqual((await sk.scan(key)).records.length, 10); // cursor '0' by default
+
+  // A missing item: nothing.
+  const missing = await sk.scan('{scan}:missing', 0);
+  assert.deepEqual({ ...missing }, { cursor: '0', records: [] });
+  assert.deepEqual(await all(sk.scanIterator('{scan}:missing')), []);
+
+  // A bad cursor: an invalid argument, from the page and from the iterator.
+  const err = await rejectsWith(sk.scan(key, '12345'));
+  expectSeckillError(err, InvalidArgumentError, { kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'invalid cursor' });
+  assert.throws(() => sk.scanIterator(key, { cnt: 1 }), TypeError);
+
+  // Thousands of records, with purchases between pages: every earlier record comes once.
+  const busy = '{scan}:busy';
+  await sk.init(busy, 1000000);
+  for (let n = 0; n < 3000; n += 500) {
+    const batch = [];
+    for (let i = n; i < n + 500; i++) batch.push(sk.deduct(busy, `user-${i}`, 1, { requestId: `order-${i}` }));
+    await Promise.all(batch);
+  }
+  const seen = [];
+  let later = 0;
+  for await (const r of sk.scanIterator(busy, { count: 100 })) {
+    if (r.type === 'buyer') {
+      seen.push(`buyer ${r.user}`);
+    } else {
+      if (r.requestId.startsWith('order-')) {
+        assert.deepEqual([r.user, r.qty, r.status], [`user-${r.requestId.slice(6)}`, 1, RequestStatus.PURCHASED]);
+      }
+      seen.push(`request ${r.requestId}`);
+    }
+    if (seen.length % 100 === 0) { // a page went by
+      await sk.deduct(busy, `user-${later % 3000}`, 1);
+      await sk.deduct(busy, `late-${later}`, 1, { requestId: `late-order-${later}` });
+      later += 1;
+    }
+  }
+  assert.ok(later > 50, `${later} pages`);
+  const unique = new Set(seen);
+  assert.equal(unique.size, seen.length, 'a record came twice');
+  for (let n = 0; n < 3000; n++) {
+    assert.ok(unique.has(`buyer user-${n}`), `user-${n}`);
+    assert.ok(unique.has(`request order-${n}`), `order-${n}`);
+  }
+}
+
 module.exports = {
+  scanScenario,
   FAR, commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
 };

@@ -6,6 +6,7 @@ import {
   seckill, installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold,
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
   SettleOutcome, Transfer, SplitItem, fnv1a32, seckillOf, Durable, UnavailableError,
+  RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -92,6 +93,24 @@ async function nodeRedis(): Promise<void> {
   // @ts-expect-error a SplitItem needs a client with the seckill commands
   new SplitItem(createClient(), parts);
   console.log(shares, i, d, co, rf, b, total, infos, h, split.parts[0]);
+
+  // Scans: one page on the module, the iterator through seckillOf.
+  const page: ScanPage = await client.seckill.scan('sku:1', '0', { count: 100 });
+  const next: string = page.cursor;
+  for (const rec of page.records) {
+    if (rec.type === 'buyer') { const units: number = rec.units; console.log(units); }
+    else { const status: RequestStatus = rec.status; console.log(status === RequestStatus.HELD, rec.deadline + 1); }
+  }
+  for await (const rec of seckillOf(client).scanIterator('sku:1', { count: 1000 })) {
+    const r: ScanRecord = rec;
+    if (r instanceof BuyerRecord) console.log(r.user);
+    if (r instanceof RequestRecord) console.log(r.requestId);
+  }
+  // @ts-expect-error unknown scan option
+  await client.seckill.scan('sku:1', 0, { limit: 1 });
+  // @ts-expect-error the module sends one command: the iterator is seckillOf's
+  client.seckill.scanIterator('sku:1');
+  console.log(next);
 }
 
 async function ioredis(): Promise<void> {
@@ -135,6 +154,9 @@ async function ioredis(): Promise<void> {
   // @ts-expect-error ioredis without installSeckill has no seckill commands
   new SplitItem(new Redis(), ['a']);
   console.log(r, i, flat, results, hs, moved, flatTake, st, sd, ss);
+  const flatScan: ScanPage = await redis.seckillScan('sku:1', 0);
+  for await (const rec of redis.seckill.scanIterator('sku:1')) console.log(rec.type, flatScan.cursor);
+  await redis.pipeline().seckill.scan('sku:1', '0').exec();
 }
 
 function errors(err: unknown): void {
