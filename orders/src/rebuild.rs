@@ -11,7 +11,7 @@
 use crate::{log, postgres_config, redis_settings_from_env};
 use postgres::NoTls;
 use seckill_client::endpoint::{Endpoint, Setting};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -255,6 +255,9 @@ struct Plan {
     lapsed: i64,
     /// Held records without a deadline in the table (imported lapsing now).
     held_without_deadline: usize,
+    /// Confirmed records whose hold entry is not in the order stream: their
+    /// reply is the stock after their confirmation.
+    confirmed_without_hold_entry: usize,
 }
 
 impl Plan {
@@ -267,7 +270,10 @@ impl Plan {
     }
 }
 
-fn plan(rows: Vec<Row>, supply: i64) -> Result<Plan, Failure> {
+/// `replies`: the original reply of confirmed orders (their hold's), by
+/// request id, as found in the order stream; the others get the row's
+/// `stock_after`, the stock after the order's latest entry.
+fn plan(rows: Vec<Row>, supply: i64, replies: &HashMap<String, i64>) -> Result<Plan, Failure> {
     let mut plan = Plan::default();
     let mut too_high = Vec::new();
     for row in rows {
@@ -322,8 +328,15 @@ fn plan(rows: Vec<Row>, supply: i64) -> Result<Plan, Failure> {
             "refunded" => add(&mut plan.refunded)?,
             _ => add(&mut plan.lapsed)?,
         }
-        if row.stock_after > supply || row.stock_after < 0 {
-            too_high.push(format!("{} ({})", row.order_id, row.stock_after));
+        let mut reply = row.stock_after;
+        if status == "confirmed" {
+            match replies.get(&row.order_id) {
+                Some(original) => reply = *original,
+                None => plan.confirmed_without_hold_entry += 1,
+            }
+        }
+        if reply > supply || reply < 0 {
+            too_high.push(format!("{} ({reply})", row.order_id));
         }
         let request = Request {
             id: row.order_id,
@@ -331,12 +344,20 @@ fn plan(rows: Vec<Row>, supply: i64) -> Result<Plan, Failure> {
             qty: row.qty,
             status,
             deadline,
-            reply: row.stock_after,
+            reply,
         };
         match status {
             "held" => plan.held.push(request),
             _ => plan.settled.push(request),
         }
+    }
+    let holding = plan.kept + plan.held_units;
+    if holding > supply {
+        return Err(refused(format!(
+            "the rows hold {holding} units ({} kept, {} in pending holds), more than the \
+             supply {supply}",
+            plan.kept, plan.held_units
+        )));
     }
     if !too_high.is_empty() {
         let shown: Vec<_> = too_high.iter().take(5).cloned().collect();
@@ -347,14 +368,6 @@ fn plan(rows: Vec<Row>, supply: i64) -> Result<Plan, Failure> {
             too_high.len(),
             shown.join(", "),
             if too_high.len() > 5 { ", ..." } else { "" }
-        )));
-    }
-    let holding = plan.kept + plan.held_units;
-    if holding > supply {
-        return Err(refused(format!(
-            "the rows hold {holding} units ({} kept, {} in pending holds), more than the \
-             supply {supply}",
-            plan.kept, plan.held_units
         )));
     }
     Ok(plan)
@@ -467,9 +480,71 @@ struct Done {
     stock: i64,
 }
 
+/// The stock each hold of `item` left, by request id, from the `hold`
+/// entries still in the order stream (none if it is missing or trimmed).
+fn hold_replies(
+    con: &mut redis::Connection,
+    stream: &str,
+    item: &str,
+) -> Result<HashMap<String, i64>, Failure> {
+    let mut replies = HashMap::new();
+    let kind: String = redis::cmd("TYPE")
+        .arg(stream)
+        .query(con)
+        .map_err(|err| redis_error(&format!("TYPE {stream}"), err))?;
+    if kind != "stream" {
+        return Ok(replies);
+    }
+    let mut start = "-".to_owned();
+    loop {
+        type Page = Vec<(String, HashMap<String, Vec<u8>>)>;
+        let page: Page = redis::cmd("XRANGE")
+            .arg(stream)
+            .arg(&start)
+            .arg("+")
+            .arg("COUNT")
+            .arg(BATCH)
+            .query(con)
+            .map_err(|err| redis_error(&format!("XRANGE {stream}"), err))?;
+        let Some((last, _)) = page.last() else {
+            return Ok(replies);
+        };
+        start = format!("({last}");
+        for (_, fields) in &page {
+            let field = |name: &str| fields.get(name).map(|value| value.as_slice());
+            if field("event") != Some(b"hold") || field("item") != Some(item.as_bytes()) {
+                continue;
+            }
+            let request = field("request").map(String::from_utf8_lossy);
+            let stock = field("stock")
+                .and_then(|stock| std::str::from_utf8(stock).ok())
+                .and_then(|stock| stock.parse::<i64>().ok());
+            if let (Some(request), Some(stock)) = (request, stock) {
+                replies.insert(request.into_owned(), stock);
+            }
+        }
+        if page.len() < BATCH {
+            return Ok(replies);
+        }
+    }
+}
+
 fn rebuild(options: &Options) -> Result<Done, Failure> {
     let rows = read_rows(options)?;
-    let plan = plan(rows, options.supply)?;
+    let item = options.item.as_str();
+    let mut con = connect(options)?;
+    let replies = match &options.stream {
+        Some(stream) => hold_replies(&mut con, stream, item)?,
+        None => HashMap::new(),
+    };
+    let plan = plan(rows, options.supply, &replies)?;
+    if plan.confirmed_without_hold_entry > 0 {
+        log(&format!(
+            "{} confirmed orders have no hold entry in the order stream: a retry of one \
+             gets the stock after its confirmation, not its hold's reply",
+            plan.confirmed_without_hold_entry
+        ));
+    }
     if plan.held_without_deadline > 0 {
         log(&format!(
             "{} held orders have no deadline in the table (hold_until_ms NULL): \
@@ -477,9 +552,7 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
             plan.held_without_deadline
         ));
     }
-    let item = options.item.as_str();
     let tmp = temporary_key(item);
-    let mut con = connect(options)?;
     if !options.replace {
         let exists: i64 = redis::cmd("EXISTS")
             .arg(item)
@@ -691,7 +764,9 @@ mod tests {
             row("entry:1-0", "ann", 1, "purchased", 3, None),
             row("entry:2-0", "ann", 1, "purchased", 2, None),
         ];
-        let plan = plan(rows, 10).map_err(|f| format!("{f:?}")).unwrap();
+        let plan = plan(rows, 10, &HashMap::new())
+            .map_err(|f| format!("{f:?}"))
+            .unwrap();
         assert_eq!(plan.buyers.get("ann"), Some(&2));
         assert_eq!(plan.held.len(), 1);
         assert_eq!(plan.held[0].deadline, 1);
@@ -712,12 +787,29 @@ mod tests {
         );
         assert_eq!((plan.kept, plan.held_units), (5, 1));
         assert_eq!(plan.sold(), 8);
+        // A confirmed order answers with its hold's reply when the stream
+        // still has it.
+        let replies = HashMap::from([("c".to_owned(), 9)]);
+        let rows = vec![row("c", "cy", 1, "confirmed", 6, Some(5))];
+        let plan = super::plan(rows, 10, &replies)
+            .map_err(|f| format!("{f:?}"))
+            .unwrap();
+        assert_eq!((plan.settled[0].reply, plan.settled[0].deadline), (9, 5));
+        assert_eq!(plan.confirmed_without_hold_entry, 0);
         assert!(matches!(
-            super::plan(vec![row("a", "ann", 11, "purchased", 0, None)], 10),
+            super::plan(
+                vec![row("a", "ann", 11, "purchased", 0, None)],
+                10,
+                &HashMap::new()
+            ),
             Err(Failure::Refused(_))
         ));
         assert!(matches!(
-            super::plan(vec![row("a", "ann", 1, "purchased", 11, None)], 10),
+            super::plan(
+                vec![row("a", "ann", 1, "purchased", 11, None)],
+                10,
+                &HashMap::new()
+            ),
             Err(Failure::Refused(_))
         ));
     }
