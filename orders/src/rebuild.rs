@@ -438,7 +438,7 @@ end
 local got = {info['sold'], info['refunded'], info['held'] + info['expired'],
              info['stock'] + info['held'], info['requests']}
 for i = 1, 5 do
-  if tostring(got[i]) ~= ARGV[2 + i] then
+  if got[i] ~= tonumber(ARGV[2 + i]) then
     return {'mismatch', got[1], got[2], got[3], got[4], got[5]}
   end
 end

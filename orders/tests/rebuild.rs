@@ -560,6 +560,65 @@ fn an_existing_item_or_a_supply_too_small_is_refused() {
     let keys: Vec<String> = ok(&mut con, &["KEYS", "*"]);
     assert!(keys.iter().all(|key| key == "{schema}:orders"), "{keys:?}");
 
+    // Holds that lapse once rebuilt (one with no deadline in the table:
+    // lapsing now) write their expire events on the item's stream, under
+    // the item's own name.
+    const LAPSING: &str = "lapsing";
+    const LAPSING_STREAM: &str = "lapsing-orders{lapsing}";
+    pg.sql(&format!(
+        "INSERT INTO seckill_orders (item, order_id, user_id, qty, status, stock_after, \
+         created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq, hold_until_ms) VALUES \
+         ('{LAPSING}', 'h1', 'ann', 2, 'held', 8, 1, 1, 1, 0, NULL), \
+         ('{LAPSING}', 'h2', 'bob', 1, 'held', 7, 1, 1, 1, 0, 1000), \
+         ('{LAPSING}', 'h3', 'cy', 1, 'held', 6, 1, 1, 1, 0, 4102444800000)"
+    ));
+    let output = rebuild(
+        &server,
+        &pg,
+        &[
+            "--item",
+            LAPSING,
+            "--supply",
+            "10",
+            "--stream",
+            LAPSING_STREAM,
+            "--maxlen",
+            "100",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(text(&output).contains("lapsing now"), "{}", text(&output));
+    type Entries = Vec<(String, HashMap<String, String>)>;
+    wait_until("the lapsed holds' events", Duration::from_secs(10), || {
+        ok::<Entries>(&mut con, &["XRANGE", LAPSING_STREAM, "-", "+"]).len() == 2
+    });
+    let entries: Entries = ok(&mut con, &["XRANGE", LAPSING_STREAM, "-", "+"]);
+    let mut lapsed: Vec<(&str, &str, &str)> = entries
+        .iter()
+        .map(|(_, fields)| {
+            (
+                fields["event"].as_str(),
+                fields["item"].as_str(),
+                fields["request"].as_str(),
+            )
+        })
+        .collect();
+    lapsed.sort();
+    assert_eq!(
+        lapsed,
+        [("expire", LAPSING, "h1"), ("expire", LAPSING, "h2")]
+    );
+    let lapsing = info(&mut con, LAPSING);
+    assert_eq!(
+        (
+            number(&lapsing, "held"),
+            number(&lapsing, "expired"),
+            number(&lapsing, "stock"),
+            number(&lapsing, "stream_maxlen"),
+        ),
+        (1, 3, 9, 100)
+    );
+
     // Usage errors: exit 2.
     let output = rebuild(&server, &pg, &["--item", ITEM]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
