@@ -17,9 +17,19 @@ use std::time::{Duration, Instant};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_seckill-orders");
 
-fn start_consumer(server: &Server, pg: &Postgres, stream: &str, name: &str) -> Child {
+/// A consumer process, stopped when dropped (a failed test included).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_consumer(server: &Server, pg: &Postgres, stream: &str, name: &str) -> Running {
     let log = std::fs::File::create(server.dir().join(format!("{name}.log"))).expect("log file");
-    Command::new(BINARY)
+    let child = Command::new(BINARY)
         .args(["--redis-url", &server.url()])
         .args(["--postgres-url", &pg.url()])
         .args(["--stream", stream])
@@ -28,12 +38,8 @@ fn start_consumer(server: &Server, pg: &Postgres, stream: &str, name: &str) -> C
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .expect("start seckill-orders")
-}
-
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+        .expect("start seckill-orders");
+    Running(child)
 }
 
 fn rebuild_command(server: &Server, pg: &Postgres, args: &[&str]) -> Command {
@@ -378,7 +384,7 @@ fn a_deleted_item_is_rebuilt_from_its_rows_and_sells_out_exactly() {
         let bought: i64 = ok(&mut con, &["SECKILL.BOUGHT", ITEM, user]);
         assert_eq!(bought, *units, "{user}");
     }
-    stop(consumer);
+    drop(consumer);
 }
 
 /// Creates the orders table as the consumer does, and fills it with
@@ -390,7 +396,7 @@ fn fill_table(server: &Server, pg: &Postgres, item: &str, orders: usize) {
             .trim()
             == "t"
     });
-    stop(consumer);
+    drop(consumer);
     // Holds run until 2100; a lapsed hold's deadline is long past.
     pg.sql(&format!(
         "INSERT INTO seckill_orders (item, order_id, user_id, qty, status, stock_after, \
