@@ -13,6 +13,7 @@
 
 mod event;
 mod metrics;
+mod reconcile;
 mod store;
 
 use event::OrderEvent;
@@ -32,6 +33,7 @@ const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--st
        [--group NAME] [--consumer NAME]
        [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
        [--metrics-addr HOST:PORT] [--wait-replicas N] [--wait-timeout-ms MS]
+       seckill-orders reconcile --help  (compares items with the table)
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
@@ -97,6 +99,48 @@ fn host_name() -> String {
         .unwrap_or_else(|| "seckill-orders".to_owned())
 }
 
+/// The ways to find Redis that the environment gives (flags may replace
+/// them): `SECKILL_REDIS_URL`, `SECKILL_SENTINELS`, `SECKILL_MASTER_NAME`,
+/// and the passwords, which come from the environment only.
+fn redis_settings_from_env() -> EndpointSettings {
+    let setting = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|value| !value.is_empty())
+            .map(|value| Setting::new(name, value))
+    };
+    EndpointSettings {
+        url: setting("SECKILL_REDIS_URL"),
+        sentinels: setting("SECKILL_SENTINELS"),
+        master_name: setting("SECKILL_MASTER_NAME"),
+        credentials: SentinelCredentials::from_environment(),
+    }
+}
+
+/// The PostgreSQL settings of `url` (given by `from`, for the error), with
+/// the timeouts and the application name every session of seckill-orders
+/// has.
+fn postgres_config(url: &str, from: &str) -> Result<postgres::Config, String> {
+    let mut postgres = url
+        .parse::<postgres::Config>()
+        .map_err(|err| format!("{from} {}: {err}", mask_password(url)))?;
+    // A host that vanishes (a crash, a network cut) must fail the
+    // connection rather than leave a write waiting forever; settings
+    // given in the URL win.
+    if postgres.get_connect_timeout().is_none() {
+        postgres.connect_timeout(NETWORK_TIMEOUT);
+    }
+    if postgres.get_tcp_user_timeout().is_none() {
+        postgres.tcp_user_timeout(NETWORK_TIMEOUT);
+    }
+    postgres.keepalives(true);
+    if postgres.get_application_name().is_none() {
+        // How operators (and pg_stat_activity) tell its sessions apart.
+        postgres.application_name("seckill-orders");
+    }
+    Ok(postgres)
+}
+
 impl Config {
     fn from_args() -> Result<Config, String> {
         let env = |name: &str| std::env::var(name).ok();
@@ -105,18 +149,7 @@ impl Config {
                 .parse::<u64>()
                 .map_err(|_| format!("{flag}: not a number: {value:?}"))
         };
-        // Each setting with where it came from, for an error about it.
-        let setting = |name: &str| {
-            env(name)
-                .filter(|value| !value.is_empty())
-                .map(|value| Setting::new(name, value))
-        };
-        let mut redis = EndpointSettings {
-            url: setting("SECKILL_REDIS_URL"),
-            sentinels: setting("SECKILL_SENTINELS"),
-            master_name: setting("SECKILL_MASTER_NAME"),
-            credentials: SentinelCredentials::from_environment(),
-        };
+        let mut redis = redis_settings_from_env();
         let mut postgres_from = "SECKILL_POSTGRES_URL";
         let mut postgres_url = env("SECKILL_POSTGRES_URL").unwrap_or_default();
         let mut streams: Vec<String> = env("SECKILL_STREAMS")
@@ -186,23 +219,7 @@ impl Config {
         // A URL is only ever shown without its password, even one that
         // does not parse.
         let redis = Endpoint::from_settings(&redis, Some("redis://127.0.0.1:6379/"))?;
-        let mut postgres = postgres_url
-            .parse::<postgres::Config>()
-            .map_err(|err| format!("{postgres_from} {}: {err}", mask_password(&postgres_url)))?;
-        // A host that vanishes (a crash, a network cut) must fail the
-        // connection rather than leave a write waiting forever; settings
-        // given in the URL win.
-        if postgres.get_connect_timeout().is_none() {
-            postgres.connect_timeout(NETWORK_TIMEOUT);
-        }
-        if postgres.get_tcp_user_timeout().is_none() {
-            postgres.tcp_user_timeout(NETWORK_TIMEOUT);
-        }
-        postgres.keepalives(true);
-        if postgres.get_application_name().is_none() {
-            // How operators (and pg_stat_activity) tell its sessions apart.
-            postgres.application_name("seckill-orders");
-        }
+        let postgres = postgres_config(&postgres_url, postgres_from)?;
         Ok(Config {
             redis,
             postgres,
@@ -1180,6 +1197,9 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("reconcile") {
+        return reconcile::main(std::env::args().skip(2).collect());
+    }
     let config = match Config::from_args() {
         Ok(config) => config,
         Err(problem) => {
