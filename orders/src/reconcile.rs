@@ -472,6 +472,8 @@ struct Report {
     stream: Option<String>,
     exists: bool,
     compared: usize,
+    /// Buyers whose units bought without a request id were compared.
+    buyers: usize,
     left: LeftOut,
     differences: Vec<Json>,
     table: Totals,
@@ -637,6 +639,7 @@ fn reconcile_item(
         .copied()
         .filter(|user| !left.users.contains(*user))
         .collect();
+    let buyers = users.len();
     for user in users {
         let in_module = anonymous_module.get(user).copied().unwrap_or(0);
         let in_table = anonymous_table.get(user).copied().unwrap_or(0);
@@ -653,6 +656,7 @@ fn reconcile_item(
         stream,
         exists,
         compared,
+        buyers,
         left,
         differences,
         table,
@@ -723,6 +727,7 @@ fn report_json(report: &Report, group: &str) -> Json {
         "exists": report.exists,
         "agree": report.differences.is_empty(),
         "compared": report.compared,
+        "buyers_compared": report.buyers,
         "left_out": {
             "orders": report.left.orders.len(),
             "pending_entries": report.left.pending,
@@ -784,9 +789,11 @@ fn report_text(report: &Report, group: &str) -> String {
     );
     let left = &report.left;
     out.push_str(&format!(
-        "  {} orders compared, {} left out (entries not committed by the consumer: {} pending, \
-         {} undelivered, {} written during the check; {} lapses not released yet)\n",
+        "  {} orders with a request id and {} buyers' units without one compared; {} orders left \
+         out (entries not committed by the consumer: {} pending, {} undelivered, {} written \
+         during the check; {} lapses not released yet)\n",
         report.compared,
+        report.buyers,
         left.orders.len(),
         left.pending,
         left.undelivered,

@@ -356,3 +356,61 @@ fn reconcile_finds_every_kind_of_drift_and_leaves_out_what_is_not_committed() {
     );
     stop(consumer);
 }
+
+/// The timer and its service in the repository, as systemd reads them:
+/// checked with `systemd-analyze verify` where the machine has it.
+#[test]
+fn the_reconcile_timer_and_service_verify() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let service = std::fs::read_to_string(dir.join("seckill-orders-reconcile.service"))
+        .expect("orders/seckill-orders-reconcile.service");
+    let timer = std::fs::read_to_string(dir.join("seckill-orders-reconcile.timer"))
+        .expect("orders/seckill-orders-reconcile.timer");
+    for required in [
+        "[Service]",
+        "Type=oneshot",
+        "\nEnvironmentFile=",
+        "reconcile",
+    ] {
+        assert!(service.contains(required), "the service has no {required}");
+    }
+    for required in ["[Timer]", "OnUnitActiveSec=", "[Install]"] {
+        assert!(timer.contains(required), "the timer has no {required}");
+    }
+    // The URLs, passwords and all, come from the environment file.
+    assert!(!service.contains("-url"), "{service}");
+    let analyze = Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !analyze.is_ok_and(|status| status.success()) {
+        eprintln!("systemd-analyze is not installed: only the units' sections were checked");
+        return;
+    }
+    // verify wants the binary the service names to exist: copies of the
+    // units point at the one cargo built.
+    let copies = tempfile::tempdir().expect("temp dir");
+    let binary = env!("CARGO_BIN_EXE_seckill-orders");
+    let local = service.replace("/usr/local/bin/seckill-orders", binary);
+    std::fs::write(
+        copies.path().join("seckill-orders-reconcile.service"),
+        local,
+    )
+    .expect("write the service");
+    let timer_copy = copies.path().join("seckill-orders-reconcile.timer");
+    std::fs::write(&timer_copy, &timer).expect("write the timer");
+    let output = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(copies.path().join("seckill-orders-reconcile.service"))
+        .arg(&timer_copy)
+        .output()
+        .expect("run systemd-analyze");
+    let complaints = String::from_utf8_lossy(&output.stderr);
+    // Outside a booted systemd only complaints about these units count.
+    let about_units: Vec<&str> = complaints
+        .lines()
+        .filter(|line| line.contains("seckill-orders-reconcile"))
+        .collect();
+    assert!(about_units.is_empty(), "{complaints}");
+}
