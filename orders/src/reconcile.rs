@@ -314,12 +314,11 @@ fn scan(con: &mut Connection, item: &str) -> Result<Records, String> {
     }
 }
 
-/// `SECKILL.INFO`: its integer fields, and the order stream; `None` if
-/// there is no such item.
-fn info(
-    con: &mut Connection,
-    item: &str,
-) -> Result<Option<(BTreeMap<String, i64>, Option<String>)>, String> {
+/// An item's `SECKILL.INFO`: its integer fields, and its order stream.
+type Info = (BTreeMap<String, i64>, Option<String>);
+
+/// `SECKILL.INFO`; `None` if there is no such item.
+fn info(con: &mut Connection, item: &str) -> Result<Option<Info>, String> {
     let mut call = redis::cmd("SECKILL.INFO");
     call.arg(item);
     let reply: Value = query(con, &call).map_err(|err| format!("SECKILL.INFO {item}: {err}"))?;
@@ -789,9 +788,9 @@ fn report_text(report: &Report, group: &str) -> String {
     );
     let left = &report.left;
     out.push_str(&format!(
-        "  {} orders with a request id and {} buyers' units without one compared; {} orders left \
-         out (entries not committed by the consumer: {} pending, {} undelivered, {} written \
-         during the check; {} lapses not released yet)\n",
+        "  compared: {} orders with a request id, and the units {} buyers bought without one\n  \
+         left out: {} orders not committed by the consumer yet ({} pending entries, \
+         {} undelivered, {} written during the check) or lapsed and not released yet ({})\n",
         report.compared,
         report.buyers,
         left.orders.len(),
