@@ -52,9 +52,10 @@ impl Backlog {
              released yet (the sweep held off with `seckill.sweep-interval-ms 60000`); \
              the others are pending. Server µs per call from `INFO commandstats`, {} calls \
              each, pipelined. The buyers who purchase again hold one of the lapsed holds \
-             (a pending one in the first row); their purchase leaves it to the sweep, but \
-             reaches replicas with the moment it was judged at (`AT`), since its quota \
-             and its reply count the lapsed units as given back. `CONFIRM` confirms holds \
+             (a pending one in the first row); their purchase leaves it to the sweep; since \
+             its quota and its reply count the lapsed units as given back, it reaches \
+             replicas with the moment it was judged at (`AT`) unless that is the item's \
+             replicated moment (the same millisecond as its last such call). `CONFIRM` confirms holds \
              still pending; `HOLDS key user` lists a user's 10 pending holds.\n\n\
              | lapsed holds |",
             self.holds, self.calls

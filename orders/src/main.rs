@@ -13,6 +13,7 @@
 
 mod event;
 mod metrics;
+mod rebuild;
 mod reconcile;
 mod store;
 
@@ -97,48 +98,6 @@ fn host_name() -> String {
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "seckill-orders".to_owned())
-}
-
-/// The ways to find Redis that the environment gives (flags may replace
-/// them): `SECKILL_REDIS_URL`, `SECKILL_SENTINELS`, `SECKILL_MASTER_NAME`,
-/// and the passwords, which come from the environment only.
-fn redis_settings_from_env() -> EndpointSettings {
-    let setting = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .filter(|value| !value.is_empty())
-            .map(|value| Setting::new(name, value))
-    };
-    EndpointSettings {
-        url: setting("SECKILL_REDIS_URL"),
-        sentinels: setting("SECKILL_SENTINELS"),
-        master_name: setting("SECKILL_MASTER_NAME"),
-        credentials: SentinelCredentials::from_environment(),
-    }
-}
-
-/// The PostgreSQL settings of `url` (given by `from`, for the error), with
-/// the timeouts and the application name every session of seckill-orders
-/// has.
-fn postgres_config(url: &str, from: &str) -> Result<postgres::Config, String> {
-    let mut postgres = url
-        .parse::<postgres::Config>()
-        .map_err(|err| format!("{from} {}: {err}", mask_password(url)))?;
-    // A host that vanishes (a crash, a network cut) must fail the
-    // connection rather than leave a write waiting forever; settings
-    // given in the URL win.
-    if postgres.get_connect_timeout().is_none() {
-        postgres.connect_timeout(NETWORK_TIMEOUT);
-    }
-    if postgres.get_tcp_user_timeout().is_none() {
-        postgres.tcp_user_timeout(NETWORK_TIMEOUT);
-    }
-    postgres.keepalives(true);
-    if postgres.get_application_name().is_none() {
-        // How operators (and pg_stat_activity) tell its sessions apart.
-        postgres.application_name("seckill-orders");
-    }
-    Ok(postgres)
 }
 
 impl Config {
@@ -236,6 +195,48 @@ impl Config {
             wait_timeout_ms: wait_timeout_ms.clamp(1, 60_000),
         })
     }
+}
+
+/// Where Redis is as the environment says (`SECKILL_REDIS_URL`,
+/// `SECKILL_SENTINELS`, `SECKILL_MASTER_NAME`, and the passwords, which
+/// come from the environment only); flags given replace these settings.
+fn redis_settings_from_env() -> EndpointSettings {
+    let setting = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|value| !value.is_empty())
+            .map(|value| Setting::new(name, value))
+    };
+    EndpointSettings {
+        url: setting("SECKILL_REDIS_URL"),
+        sentinels: setting("SECKILL_SENTINELS"),
+        master_name: setting("SECKILL_MASTER_NAME"),
+        credentials: SentinelCredentials::from_environment(),
+    }
+}
+
+/// A PostgreSQL connection string (given by `from`, a flag or a
+/// variable), with the network timeouts every connection has; an error
+/// shows no password.
+fn postgres_config(url: &str, from: &str) -> Result<postgres::Config, String> {
+    let mut postgres = url
+        .parse::<postgres::Config>()
+        .map_err(|err| format!("{from} {}: {err}", mask_password(url)))?;
+    // A host that vanishes (a crash, a network cut) must fail the
+    // connection rather than leave a write waiting forever; settings
+    // given in the URL win.
+    if postgres.get_connect_timeout().is_none() {
+        postgres.connect_timeout(NETWORK_TIMEOUT);
+    }
+    if postgres.get_tcp_user_timeout().is_none() {
+        postgres.tcp_user_timeout(NETWORK_TIMEOUT);
+    }
+    postgres.keepalives(true);
+    if postgres.get_application_name().is_none() {
+        // How operators (and pg_stat_activity) tell its sessions apart.
+        postgres.application_name("seckill-orders");
+    }
+    Ok(postgres)
 }
 
 fn log(message: &str) {
@@ -1197,6 +1198,9 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("rebuild") {
+        return rebuild::main(std::env::args().skip(2).collect());
+    }
     if std::env::args().nth(1).as_deref() == Some("reconcile") {
         return reconcile::main(std::env::args().skip(2).collect());
     }
