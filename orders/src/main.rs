@@ -14,6 +14,7 @@
 mod event;
 mod metrics;
 mod rebuild;
+mod reconcile;
 mod store;
 
 use event::OrderEvent;
@@ -33,6 +34,7 @@ const USAGE: &str = "usage: seckill-orders --postgres-url URL --stream KEY [--st
        [--group NAME] [--consumer NAME]
        [--claim-idle-ms MS] [--claim-page N] [--max-deliveries N]
        [--metrics-addr HOST:PORT] [--wait-replicas N] [--wait-timeout-ms MS]
+       seckill-orders reconcile --help  (compares items with the table)
 
 Every flag can come from the environment instead:
   SECKILL_POSTGRES_URL, SECKILL_STREAMS (comma-separated), SECKILL_REDIS_URL,
@@ -1198,6 +1200,9 @@ fn run(config: Config, metrics: Arc<Metrics>, stop: Arc<AtomicBool>) {
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("rebuild") {
         return rebuild::main(std::env::args().skip(2).collect());
+    }
+    if std::env::args().nth(1).as_deref() == Some("reconcile") {
+        return reconcile::main(std::env::args().skip(2).collect());
     }
     let config = match Config::from_args() {
         Ok(config) => config,
