@@ -32,3 +32,10 @@ pub fn field(ctx: &Context, command: &str, args: &[&[u8]], field: &str) -> Optio
 pub fn string(ctx: &Context, command: &str, args: &[&[u8]]) -> Option<String> {
     ctx.call(command, args).ok().as_ref().and_then(text)
 }
+
+/// How many databases the server has (`databases`; 16 if it will not say).
+pub fn database_count(ctx: &Context) -> std::os::raw::c_int {
+    field(ctx, "CONFIG", &[b"GET", b"databases"], "databases")
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(16)
+}

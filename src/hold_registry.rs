@@ -26,6 +26,13 @@ struct Registry {
     homes: HashMap<usize, Home>,
     /// (due, item address), earliest first.
     due: BTreeSet<(i64, usize)>,
+    /// Items that were not at their key when due, by address, with the
+    /// number of the search pass during which they were found missing:
+    /// renamed or moved where no keyspace event told (Valkey), and looked
+    /// for by a scan of the keyspace.
+    lost: HashMap<usize, u64>,
+    /// The search pass under way.
+    search_pass: u64,
 }
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
@@ -78,6 +85,7 @@ pub fn watch(item: &SaleItem, db: c_int, key: &[u8], deadline: i64) {
 pub fn forget(item: &SaleItem) {
     let id = address(item);
     let mut registry = registry();
+    registry.lost.remove(&id);
     if let Some(home) = registry.homes.remove(&id) {
         registry.due.remove(&(home.due, id));
         // A table sized for a past peak would hold its memory for good.
@@ -86,6 +94,44 @@ pub fn forget(item: &SaleItem) {
             registry.homes.shrink_to(len * 2);
         }
     }
+}
+
+/// Notes that the item registered as `id` was not at its key when due:
+/// renamed or moved with no keyspace event to tell. Its free forgets it;
+/// until then a search of the keyspace looks for it.
+pub fn mark_lost(id: usize) {
+    let mut registry = registry();
+    let pass = registry.search_pass;
+    registry.lost.insert(id, pass);
+}
+
+/// True if some item is looked for.
+pub fn any_lost() -> bool {
+    !registry().lost.is_empty()
+}
+
+/// Registers `item`, found at `key` of database `db` by the search, if it
+/// is one looked for; true if it was.
+pub fn found(item: &SaleItem, db: c_int, key: &[u8]) -> bool {
+    if registry().lost.remove(&address(item)).is_none() {
+        return false;
+    }
+    if let Some(deadline) = item.next_deadline() {
+        watch(item, db, key, deadline);
+    }
+    true
+}
+
+/// Ends a search pass over every database. An item missing since before
+/// the pass began was not in the keyspace for the whole pass: it was freed
+/// between being found missing and being noted (UNLINK frees in the
+/// background), and is looked for no longer. One noted during the pass
+/// may have moved behind the scan, and gets the next pass.
+pub fn end_search_pass() {
+    let mut registry = registry();
+    let pass = registry.search_pass;
+    registry.lost.retain(|_, noted| *noted == pass);
+    registry.search_pass = pass.wrapping_add(1);
 }
 
 /// Follows SWAPDB: items of either database now live in the other.
@@ -131,12 +177,41 @@ pub fn next_due(now: i64) -> Option<(usize, c_int, Box<[u8]>)> {
 /// registry is busy and `wait` is false: a crash report must not wait for
 /// a lock the crashing thread may hold.
 pub fn items_watched(wait: bool) -> Option<usize> {
+    let watched = |registry: &Registry| registry.homes.len() + registry.lost.len();
     if wait {
-        return Some(registry().homes.len());
+        return Some(watched(&registry()));
     }
     match REGISTRY.try_lock() {
-        Ok(registry) => Some(registry.homes.len()),
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner().homes.len()),
+        Ok(registry) => Some(watched(&registry)),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(watched(&poisoned.into_inner())),
         Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_lost(id: usize) -> bool {
+        registry().lost.contains_key(&id)
+    }
+
+    #[test]
+    fn an_item_never_found_is_looked_for_one_whole_pass_then_dropped() {
+        // Addresses no item has: the registry never reads through them.
+        let (early, late) = (usize::MAX - 1, usize::MAX - 2);
+        end_search_pass();
+        mark_lost(early);
+        // Noted during the pass under way: kept past its end, since it may
+        // have moved behind the scan.
+        end_search_pass();
+        assert!(is_lost(early));
+        mark_lost(late);
+        // A whole pass went by since `early` was noted.
+        end_search_pass();
+        assert!(!is_lost(early));
+        assert!(is_lost(late));
+        end_search_pass();
+        assert!(!is_lost(late));
     }
 }

@@ -6,14 +6,19 @@
 //! event) follows a deadline within a tick even on an item nobody touches.
 //!
 //! It takes the items due from `hold_registry`, and keeps that registry
-//! following items that keyspace events move. Each timer step stops after
-//! a fixed time, whatever it found.
+//! following items that keyspace events move. Where no event tells of a
+//! move (Valkey, see `server_events`), an item due but not at its key is
+//! looked for by a scan of the keyspace, a bucket at a time. Each timer
+//! step stops after a fixed time, whatever it found.
 
-use crate::hold_registry::{next_due, swap_dbs, watch};
-use crate::server::context::{self, call_later, in_db};
+use crate::hold_registry::{
+    any_lost, end_search_pass, found, mark_lost, next_due, swap_dbs, watch,
+};
+use crate::server::context::{self, call_later, in_db, DbScan};
 use crate::server::{now_ms, selected_db, Arg, ItemKey};
 use crate::stats;
 use redis_module::{raw, Context};
+use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
@@ -155,6 +160,7 @@ fn sweep(ctx: &Context) -> bool {
             }
         });
     }
+    search_lost_items(ctx, started, budget);
     if swept {
         stats::SWEEP_RUNS.bump();
         let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -169,7 +175,10 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
     loop {
         let outcome = crate::write::sweep_step(ctx, name, id, now, RELEASES_PER_CALL);
         match outcome {
-            crate::write::Swept::Gone => return,
+            crate::write::Swept::Gone => {
+                mark_lost(id);
+                return;
+            }
             crate::write::Swept::Refused => {
                 // Not at its deadline, which is past: that would make it
                 // due again at once, and the step would spin on it.
@@ -188,6 +197,44 @@ fn sweep_item(ctx: &Context, name: &Arg, id: usize, now: i64, started: Instant, 
             }
         }
     }
+}
+
+thread_local! {
+    /// The search for lost items: the database being scanned, and where.
+    /// Timers run on the main thread alone.
+    static SEARCH: RefCell<Option<DbScan>> = const { RefCell::new(None) };
+}
+
+/// Scans the keyspace for items the registry lost, until the step's time
+/// is up, and registers each where it is found. The scan pauses while
+/// nothing is lost and goes on where it was.
+fn search_lost_items(ctx: &Context, started: Instant, budget: Duration) {
+    SEARCH.with_borrow_mut(|search| {
+        while any_lost() && started.elapsed() < budget {
+            if search.is_none() {
+                *search = DbScan::new(0);
+            }
+            let Some(scan) = search.as_mut() else {
+                return;
+            };
+            let db = scan.db();
+            let more = scan.step(ctx, &mut |context, name| {
+                let key = ItemKey::open_read(context, name);
+                if let Ok(Some(item)) = key.item() {
+                    found(item, db, name.as_bytes());
+                }
+            });
+            if !more {
+                let next = db + 1;
+                if next >= crate::call::database_count(ctx) {
+                    end_search_pass();
+                    *search = None;
+                } else {
+                    *search = DbScan::new(next);
+                }
+            }
+        }
+    });
 }
 
 /// Registers the item at `name` again, due at `at`, if it still has holds.

@@ -947,22 +947,8 @@ fn holds_lapse_where_the_item_went(
     }
 }
 
-/// On Valkey the module does not listen to generic keyspace events (they
-/// make Valkey 8.1 replicate MOVE into the wrong database), so the timer
-/// cannot follow a renamed or moved item there; README says so.
-fn follows_renames() -> bool {
-    let valkey = common::server_binary().contains("valkey");
-    if valkey {
-        eprintln!("skipped on Valkey: the timer does not follow renamed or moved items there");
-    }
-    !valkey
-}
-
 #[test]
 fn holds_of_a_renamed_item_lapse_by_the_timer() {
-    if !follows_renames() {
-        return;
-    }
     holds_lapse_where_the_item_went(
         &[&["RENAME", "{k}", "{k}new"]],
         &[(0, "{k}new")],
@@ -972,9 +958,6 @@ fn holds_of_a_renamed_item_lapse_by_the_timer() {
 
 #[test]
 fn holds_of_an_item_moved_to_another_db_lapse_by_the_timer() {
-    if !follows_renames() {
-        return;
-    }
     holds_lapse_where_the_item_went(&[&["MOVE", "{k}", "1"]], &[(1, "{k}")], &[]);
 }
 
@@ -1006,9 +989,6 @@ fn holds_of_an_item_in_a_swapped_db_lapse_by_the_timer() {
 /// the item, in the database it was swapped to.
 #[test]
 fn a_moved_item_swapped_before_the_next_timer_step_is_still_swept() {
-    if !follows_renames() {
-        return;
-    }
     let server = Server::start();
     let mut con = server.client();
     ok::<String>(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);

@@ -94,9 +94,7 @@ pub fn on_loading_event(ctx: &Context, subevent: u64) {
     if !ended || persistence::partly_loaded_items() == 0 {
         return;
     }
-    let databases = crate::call::field(ctx, "CONFIG", &[b"GET", b"databases"], "databases")
-        .and_then(|count| count.parse::<c_int>().ok())
-        .unwrap_or(16);
+    let databases = crate::call::database_count(ctx);
     for db in 0..databases {
         for key in partly_loaded_keys(ctx, db) {
             in_db(ctx, db, &key, |name| {

@@ -117,24 +117,60 @@ extern "C" fn timer_fired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 /// `ctx`, with the context the scan gives; nothing if the database cannot
 /// be selected.
 pub fn scan_db(ctx: &Context, db: c_int, mut visit: impl FnMut(&Context, &Arg)) {
-    let (Some(cursor_create), Some(scan), Some(cursor_destroy)) = (
-        redis_api!(RedisModule_ScanCursorCreate),
-        redis_api!(RedisModule_Scan),
-        redis_api!(RedisModule_ScanCursorDestroy),
-    ) else {
-        return;
-    };
-    if redis_api!(RedisModule_SelectDb).is_none() || !select_db(ctx, db) {
-        return;
+    if let Some(mut scan) = DbScan::new(db) {
+        while scan.step(ctx, &mut visit) {}
     }
-    let mut visit: &mut dyn FnMut(&Context, &Arg) = &mut visit;
-    let data: *mut &mut dyn FnMut(&Context, &Arg) = &mut visit;
-    // SAFETY: the cursor is destroyed below, and `visit` outlives the
-    // scan, which calls `scanned` with it.
-    unsafe {
-        let cursor = cursor_create();
-        while scan(ctx.get_raw(), cursor, Some(scanned), data.cast()) != 0 {}
-        cursor_destroy(cursor);
+}
+
+/// A scan of one database that may go on over many calls (timer steps):
+/// each `step` visits the keys of one bucket of its table, and the server's
+/// cursor returns every key that stays for the whole scan, as `SCAN` does.
+pub struct DbScan {
+    cursor: *mut raw::RedisModuleScanCursor,
+    db: c_int,
+}
+
+impl DbScan {
+    /// A scan of database `db` from its start; `None` if the server has no
+    /// module scan.
+    pub fn new(db: c_int) -> Option<Self> {
+        let cursor_create = redis_api!(RedisModule_ScanCursorCreate)?;
+        redis_api!(RedisModule_Scan)?;
+        redis_api!(RedisModule_ScanCursorDestroy)?;
+        redis_api!(RedisModule_SelectDb)?;
+        // SAFETY: takes no arguments; `Drop` destroys the cursor.
+        let cursor = unsafe { cursor_create() };
+        (!cursor.is_null()).then_some(Self { cursor, db })
+    }
+
+    /// The database scanned.
+    pub fn db(&self) -> c_int {
+        self.db
+    }
+
+    /// Visits the next few keys with `visit`, in `ctx` with the database
+    /// selected; false once the database is done (or cannot be selected).
+    pub fn step(&mut self, ctx: &Context, visit: &mut dyn FnMut(&Context, &Arg)) -> bool {
+        let Some(scan) = redis_api!(RedisModule_Scan) else {
+            return false;
+        };
+        if !select_db(ctx, self.db) {
+            return false;
+        }
+        let mut visit: &mut dyn FnMut(&Context, &Arg) = visit;
+        let data: *mut &mut dyn FnMut(&Context, &Arg) = &mut visit;
+        // SAFETY: the cursor is alive until `Drop`, and `visit` outlives
+        // this call, which alone calls `scanned` with it.
+        unsafe { scan(ctx.get_raw(), self.cursor, Some(scanned), data.cast()) != 0 }
+    }
+}
+
+impl Drop for DbScan {
+    fn drop(&mut self) {
+        if let Some(cursor_destroy) = redis_api!(RedisModule_ScanCursorDestroy) {
+            // SAFETY: the cursor `new` created, destroyed once.
+            unsafe { cursor_destroy(self.cursor) };
+        }
     }
 }
 
