@@ -15,6 +15,7 @@
 mod call;
 mod cluster;
 mod commands;
+mod errors;
 mod hash_slot;
 mod hold_registry;
 mod order_stream;

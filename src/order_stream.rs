@@ -6,6 +6,9 @@
 //! replicated with the very IDs the server picked, after the item's own
 //! command.
 
+use crate::errors::{
+    ERR_STREAM_CROSSSLOT, ERR_STREAM_FULL, ERR_STREAM_MIGRATING, ERR_STREAM_WRONGTYPE,
+};
 use crate::sale_item::{EventView, StreamSetting};
 use crate::server::key::{can_add_to_streams, stream_kind, StreamId, StreamKind};
 use crate::server::notify::{
@@ -13,15 +16,6 @@ use crate::server::notify::{
 };
 use crate::server::{now_ms, OwnedString, StreamKey, Strings};
 use redis_module::{Context, NotifyEvent, RedisError};
-
-const ERR_STREAM_WRONGTYPE: &str =
-    "WRONGTYPE the item's order stream key holds the wrong kind of value";
-const ERR_STREAM_FULL: &str = "ERR the item's order stream has exhausted the last possible ID, \
-     unable to add more items; nothing was changed";
-const ERR_STREAM_CROSSSLOT: &str = "CROSSSLOT the item's order stream does not hash to the \
-     item's slot (was the item renamed?): set it again with SECKILL.STREAM; nothing was changed";
-const ERR_STREAM_MIGRATING: &str = "TRYAGAIN the item's order stream is missing while its slot \
-     is being migrated; nothing was changed";
 
 /// An entry appended in this step, kept to replicate it: its ID and the
 /// field strings made for the append, replicated as they are.
@@ -48,10 +42,6 @@ pub fn check_type(ctx: &Context, stream: &[u8]) -> Result<(), RedisError> {
         _ => Ok(()),
     }
 }
-
-pub const ERR_STREAM_UNCONFIRMED: &str = "NOPERM this user has no permissions to write the \
-     item's order stream, which came with a RESTORE: SECKILL.STREAM by a user who may write it \
-     confirms it; nothing was changed";
 
 /// True if the client running this command could append to `stream`
 /// itself (`XADD stream * ...`, judged by the server's own ACL check with

@@ -109,6 +109,27 @@ pub fn count_deduct_reply(reply: i64) {
 /// One `INFO` field: its name (Redis prefixes it with `seckill_`) and value.
 pub type Field = (String, u64);
 
+/// The counters after the commands' calls, in the order INFO shows them.
+static NAMED: [(&str, &Counter); 17] = [
+    ("units_sold", &UNITS_SOLD),
+    ("units_refunded", &UNITS_REFUNDED),
+    ("units_added", &UNITS_ADDED),
+    ("units_moved_out", &UNITS_MOVED_OUT),
+    ("units_moved_in", &UNITS_MOVED_IN),
+    ("refused_sold_out", &REFUSED_SOLD_OUT),
+    ("refused_limit", &REFUSED_LIMIT),
+    ("refused_no_item", &REFUSED_NO_ITEM),
+    ("refused_cancelled", &REFUSED_CANCELLED),
+    ("refused_not_started", &REFUSED_NOT_STARTED),
+    ("refused_ended", &REFUSED_ENDED),
+    ("holds_placed", &HOLDS_PLACED),
+    ("holds_confirmed", &HOLDS_CONFIRMED),
+    ("holds_lapsed", &HOLDS_LAPSED),
+    ("sweep_runs", &SWEEP_RUNS),
+    ("sweep_longest_step_us", &SWEEP_LONGEST_STEP_US),
+    ("order_events_appended", &ORDER_EVENTS),
+];
+
 /// The fields of `INFO seckill`, in the order shown. `commands` are the
 /// command names in table order, `items_with_holds` the sweep's registry
 /// (left out when it could not be read).
@@ -118,27 +139,8 @@ pub fn fields(commands: &[&str], items_with_holds: Option<usize>) -> Vec<Field> 
         .zip(&CALLS)
         .map(|(name, calls)| (format!("{name}_calls"), calls.get()))
         .collect();
-    let named: [(&str, &Counter); 17] = [
-        ("units_sold", &UNITS_SOLD),
-        ("units_refunded", &UNITS_REFUNDED),
-        ("units_added", &UNITS_ADDED),
-        ("units_moved_out", &UNITS_MOVED_OUT),
-        ("units_moved_in", &UNITS_MOVED_IN),
-        ("refused_sold_out", &REFUSED_SOLD_OUT),
-        ("refused_limit", &REFUSED_LIMIT),
-        ("refused_no_item", &REFUSED_NO_ITEM),
-        ("refused_cancelled", &REFUSED_CANCELLED),
-        ("refused_not_started", &REFUSED_NOT_STARTED),
-        ("refused_ended", &REFUSED_ENDED),
-        ("holds_placed", &HOLDS_PLACED),
-        ("holds_confirmed", &HOLDS_CONFIRMED),
-        ("holds_lapsed", &HOLDS_LAPSED),
-        ("sweep_runs", &SWEEP_RUNS),
-        ("sweep_longest_step_us", &SWEEP_LONGEST_STEP_US),
-        ("order_events_appended", &ORDER_EVENTS),
-    ];
     fields.extend(
-        named
+        NAMED
             .iter()
             .map(|(name, counter)| (name.to_string(), counter.get())),
     );
@@ -176,36 +178,19 @@ mod tests {
 
     #[test]
     fn fields_name_every_command_then_every_counter_in_a_fixed_order() {
-        let names = [
-            "init",
-            "add",
-            "deduct",
-            "confirm",
-            "release",
-            "refund",
-            "window",
-            "stream",
-            "get",
-            "bought",
-            "holds",
-            "info",
-            "take",
-            "settle",
-            "transfers",
-            "scan",
-            "import",
-            "loadchunk",
-        ];
+        let owned: Vec<String> = (0..COMMANDS).map(|place| format!("c{place}")).collect();
+        let names: Vec<&str> = owned.iter().map(String::as_str).collect();
         let fields = fields(&names, Some(7));
-        assert_eq!(fields.len(), COMMANDS + 17 + 1);
-        assert_eq!(fields[0].0, "init_calls");
+        assert_eq!(fields.len(), COMMANDS + NAMED.len() + 1);
+        assert_eq!(fields[0].0, "c0_calls");
+        assert_eq!(fields[COMMANDS - 1].0, format!("c{}_calls", COMMANDS - 1));
         assert_eq!(fields[COMMANDS].0, "units_sold");
         assert_eq!(
             fields.last().unwrap(),
             &("items_with_pending_holds".to_owned(), 7)
         );
         // Left out, not shown as 0, when the registry could not be read.
-        assert_eq!(super::fields(&names, None).len(), COMMANDS + 17);
+        assert_eq!(super::fields(&names, None).len(), COMMANDS + NAMED.len());
     }
 
     fn refusals() -> [u64; 6] {

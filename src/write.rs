@@ -18,7 +18,7 @@ use crate::hold_registry;
 use crate::order_stream::{self, OrderStream};
 use crate::rewrite::Rewrite;
 use crate::sale_item::{Change, HoldRef, Moment, SaleItem, StreamSetting};
-use crate::server::notify::{notify_keyspace_event, replicate};
+use crate::server::notify::{notify_keyspace_event, replicate, replicate_verbatim, ReplicaArg};
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
@@ -155,7 +155,7 @@ fn commit(
                 if !stream_setting.confirmed
                     && !order_stream::caller_may_write(ctx, &stream_setting.stream)
                 {
-                    return Err(RedisError::Str(order_stream::ERR_STREAM_UNCONFIRMED));
+                    return Err(RedisError::Str(crate::errors::ERR_STREAM_UNCONFIRMED));
                 }
                 let mut stream = OrderStream::open(ctx, name.as_bytes(), stream_setting)?;
                 stream.check_room(ctx, events.len())?;
@@ -244,27 +244,24 @@ pub struct Published<'a> {
 pub fn publish(ctx: &Context, name: &Arg, published: &Published) {
     signal_modified(ctx, name);
     if !published.released.is_empty() {
-        let mut args: Vec<&[u8]> = Vec::with_capacity(published.released.len() + 1);
-        args.push(name.as_bytes());
-        args.extend(published.released.iter().map(Vec::as_slice));
-        ctx.replicate("SECKILL.RELEASE", args.as_slice());
+        let mut args = Vec::with_capacity(published.released.len() + 1);
+        args.push(ReplicaArg::String(name));
+        args.extend(published.released.iter().map(|id| ReplicaArg::Bytes(id)));
+        replicate(ctx, c"SECKILL.RELEASE", &args);
         notify(ctx, name, c"seckill.expire");
     }
     if let Some(stream_setting) = published.confirmed {
-        let maxlen = stream_setting.maxlen.to_string();
-        let args: [&[u8]; 4] = [
-            name.as_bytes(),
-            &stream_setting.stream,
-            b"MAXLEN",
-            maxlen.as_bytes(),
+        let args = [
+            ReplicaArg::String(name),
+            ReplicaArg::Bytes(&stream_setting.stream),
+            ReplicaArg::Bytes(b"MAXLEN"),
+            ReplicaArg::Number(stream_setting.maxlen),
         ];
-        ctx.replicate("SECKILL.STREAM", args.as_slice());
+        replicate(ctx, c"SECKILL.STREAM", &args);
     }
     match &published.effect {
         Effect::Nothing => {}
-        Effect::Verbatim => {
-            ctx.replicate_verbatim();
-        }
+        Effect::Verbatim => replicate_verbatim(ctx),
         Effect::Rewritten(rewrite) => {
             replicate(ctx, rewrite.command(), rewrite.args());
         }
@@ -297,7 +294,7 @@ pub fn master_decided(ctx: &Context) -> bool {
 /// decides: a replica or a replay applies what its master sent.
 pub fn fence_repeat(ctx: &Context) {
     if !master_decided(ctx) {
-        ctx.replicate_verbatim();
+        replicate_verbatim(ctx);
     }
 }
 

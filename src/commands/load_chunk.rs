@@ -25,8 +25,7 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::Str(ERR_LOADCHUNK_CLIENT));
     }
     let payload = payload.as_bytes();
-    let bad_chunk =
-        |DecodeError(reason)| RedisError::String(format!("ERR invalid sale item chunk: {reason}"));
+    let bad_chunk = |DecodeError(reason)| bad_chunk(reason);
     if is_header(payload) {
         let (mut item, expected) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
         item.begin_chunked_load(expected).map_err(bad_chunk)?;

@@ -3,7 +3,6 @@
 //! place; reads reply from the item directly. Sale rules live in
 //! `sale_item`; this layer only translates between them and the wire.
 
-mod errors;
 mod import;
 mod items;
 mod load_chunk;
@@ -11,7 +10,7 @@ mod reads;
 mod sales;
 mod transfers;
 
-use errors::*;
+use crate::errors::*;
 pub use import::import;
 pub use items::{add, init, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
@@ -84,9 +83,7 @@ fn check_configured_id_length(
     if master_decided(ctx) {
         return Ok(());
     }
-    Err(RedisError::String(format!(
-        "ERR {kind} must be 1 to {limit} bytes"
-    )))
+    Err(id_too_long(kind, limit))
 }
 
 /// The moment this server judges a write at, when some of the item's holds

@@ -137,6 +137,13 @@ pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
 }
 
 /// SECKILL.INFO key
+/// The value of one field of `SECKILL.INFO`.
+enum Field<'a> {
+    Integer(i64),
+    /// Null when absent.
+    Bytes(Option<&'a [u8]>),
+}
+
 pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name] = args else {
         return Err(RedisError::WrongArity);
@@ -146,53 +153,50 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Ok(RedisValue::Null);
     };
     let stats = stats_now(item);
-    let fields: [(&str, i64); 14] = [
-        ("stock", stats.stock),
-        ("unlimited", i64::from(stats.unlimited)),
-        ("limit", stats.limit),
-        ("initial", stats.initial),
-        ("added", stats.added),
-        ("sold", stats.sold),
-        ("refunded", stats.refunded),
-        ("held", stats.held),
-        ("holds", i64::try_from(stats.holds).unwrap_or(i64::MAX)),
-        ("expired", stats.expired),
-        ("buyers", i64::try_from(stats.buyers).unwrap_or(i64::MAX)),
+    let count = |n: usize| Field::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    let stream = item.order_stream();
+    // Fields added later come after the older ones, so that clients
+    // reading by position still find those where they were.
+    let fields = [
+        ("stock", Field::Integer(stats.stock)),
+        ("unlimited", Field::Integer(i64::from(stats.unlimited))),
+        ("limit", Field::Integer(stats.limit)),
+        ("initial", Field::Integer(stats.initial)),
+        ("added", Field::Integer(stats.added)),
+        ("sold", Field::Integer(stats.sold)),
+        ("refunded", Field::Integer(stats.refunded)),
+        ("held", Field::Integer(stats.held)),
+        ("holds", count(stats.holds)),
+        ("expired", Field::Integer(stats.expired)),
+        ("buyers", count(stats.buyers)),
+        ("requests", count(stats.requests)),
+        ("start", Field::Integer(stats.window.start)),
+        ("end", Field::Integer(stats.window.end)),
         (
-            "requests",
-            i64::try_from(stats.requests).unwrap_or(i64::MAX),
+            "stream",
+            Field::Bytes(stream.map(|setting| &setting.stream[..])),
         ),
-        ("start", stats.window.start),
-        ("end", stats.window.end),
+        (
+            "stream_maxlen",
+            Field::Integer(stream.map_or(0, |setting| setting.maxlen)),
+        ),
+        ("moved_out", Field::Integer(stats.moved_out)),
+        ("moved_in", Field::Integer(stats.moved_in)),
+        (
+            "stream_confirmed",
+            Field::Integer(i64::from(stream.is_some_and(|setting| setting.confirmed))),
+        ),
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.
-    reply::map(ctx, fields.len() + 5);
+    reply::map(ctx, fields.len());
     for (field, value) in fields {
         reply::bytes(ctx, field.as_bytes());
-        reply::integer(ctx, value);
-    }
-    reply::bytes(ctx, b"stream");
-    match item.order_stream() {
-        Some(stream_setting) => reply::bytes(ctx, &stream_setting.stream),
-        None => {
-            reply::null(ctx);
+        match value {
+            Field::Integer(value) => reply::integer(ctx, value),
+            Field::Bytes(Some(bytes)) => reply::bytes(ctx, bytes),
+            Field::Bytes(None) => reply::null(ctx),
         }
-    }
-    reply::bytes(ctx, b"stream_maxlen");
-    reply::integer(ctx, item.order_stream().map_or(0, |o| o.maxlen));
-    // After the older fields, so that clients reading by position still
-    // find those where they were.
-    let stream_confirmed = item
-        .order_stream()
-        .is_some_and(|stream_setting| stream_setting.confirmed);
-    for (field, value) in [
-        ("moved_out", stats.moved_out),
-        ("moved_in", stats.moved_in),
-        ("stream_confirmed", i64::from(stream_confirmed)),
-    ] {
-        reply::bytes(ctx, field.as_bytes());
-        reply::integer(ctx, value);
     }
     Ok(RedisValue::NoReply)
 }

@@ -80,6 +80,14 @@ pub fn replicate_xadd(
     };
 }
 
+/// Replicates the running command as the client sent it.
+pub fn replicate_verbatim(ctx: &Context) {
+    if let Some(replicate_verbatim) = redis_api!(RedisModule_ReplicateVerbatim) {
+        // SAFETY: the command's context, valid for the call.
+        unsafe { replicate_verbatim(ctx.get_raw()) };
+    }
+}
+
 /// One argument of a command to replicate.
 pub enum ReplicaArg<'a> {
     /// A string the server lent the module (one of the call's own

@@ -22,6 +22,7 @@
 
 mod arena;
 mod holds;
+mod request;
 mod scan;
 mod unindexed;
 
@@ -31,6 +32,7 @@ use arena::*;
 pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
 pub use holds::{HoldBook, HoldRef};
+pub use request::{NewRequest, RequestRecord, RequestState, RequestView};
 pub use scan::{BadCursor, Cursor, Scanned};
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
@@ -47,71 +49,6 @@ pub fn sort_by_handle<T: Copy>(records: &mut Vec<T>, handle: impl Fn(&T) -> u32)
 
 fn slot_handle<const W: usize>(slot: &[u32; W]) -> u32 {
     slot.get(1).copied().unwrap_or(0)
-}
-
-/// Where a purchase made under a request id stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RequestState {
-    /// Bought for good: without a hold, or a hold that was confirmed.
-    Purchased,
-    Refunded,
-    /// A reservation awaiting CONFIRM until its deadline.
-    Held,
-    /// A reservation whose deadline passed unconfirmed.
-    Expired,
-}
-
-impl RequestState {
-    pub fn code(self) -> u8 {
-        match self {
-            RequestState::Purchased => 0,
-            RequestState::Refunded => 1,
-            RequestState::Held => 2,
-            RequestState::Expired => 3,
-        }
-    }
-
-    pub fn from_code(code: u8) -> Option<RequestState> {
-        Some(match code {
-            0 => RequestState::Purchased,
-            1 => RequestState::Refunded,
-            2 => RequestState::Held,
-            3 => RequestState::Expired,
-            _ => return None,
-        })
-    }
-}
-
-/// A purchase recorded under a request id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct RequestView<'a> {
-    pub user: &'a [u8],
-    pub qty: i64,
-    /// The remaining stock the purchase replied with.
-    pub reply: i64,
-    pub state: RequestState,
-    /// Unix ms a hold lapses at; 0 for a purchase made without a hold.
-    pub deadline: i64,
-}
-
-/// A request record as the ledger stores it: its user by the handle of
-/// the name (see [`Buyer::handle`]).
-#[derive(Clone, Copy, Debug)]
-pub struct RequestRecord {
-    pub buyer: u32,
-    pub qty: i64,
-    pub reply: i64,
-    pub state: RequestState,
-    pub deadline: i64,
-}
-
-/// What `add_request` stores besides the id and the buyer.
-#[derive(Clone, Copy, Debug)]
-pub struct NewRequest {
-    pub qty: i64,
-    pub reply: i64,
-    pub state: RequestState,
-    pub deadline: i64,
 }
 
 /// Where a lookup found a record, or the hash to insert one with.
