@@ -39,10 +39,13 @@ test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fet
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(MAKE) --no-print-directory test-clients
 
-bench: build ## Measure against Lua, Functions, WATCH and PostgreSQL; writes BENCHMARKS.md
+# The commit whose module the bench compares against (instructions per call).
+BASELINE ?= HEAD~1
+
+bench: build ## Measure against Lua, Functions, WATCH, PostgreSQL and the module of BASELINE (HEAD~1); writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
 	cargo build --release -p seckill-floor
-	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
+	SECKILL_BASELINE_MODULE=$$(./scripts/baseline.sh $(BASELINE)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
 
 lint: ## rustfmt and clippy, warnings are errors
 	cargo fmt --all -- --check

@@ -4,8 +4,8 @@
 //! wall-clock figures carry those.
 
 use crate::contenders::{
-    floor_module, load_scripts, DECRBY, FLOOR, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD,
-    MODULE_ID,
+    floor_module, load_scripts, BASELINE, DECRBY, FLOOR, GET, HINCRBY, LUA_SECKILL, MODULE,
+    MODULE_HOLD, MODULE_ID,
 };
 use redis::Connection;
 use seckill_harness::{free_port, module_path, ok, server_binary};
@@ -112,8 +112,24 @@ fn lua_for(sha: &str, user: String) -> redis::Cmd {
     call
 }
 
-/// Counts, or an empty list when valgrind is not installed.
+/// Counts, or an empty list when valgrind is not installed. With
+/// `SECKILL_BASELINE_MODULE` set (`make bench` builds the previous commit's
+/// module there), its success and sold-out paths are counted too, under
+/// `BASELINE`, in a server of their own: two modules named seckill cannot
+/// share one.
 pub fn measure() -> Vec<Count> {
+    let mut counts = measure_module(&module_path().display().to_string(), false);
+    match std::env::var("SECKILL_BASELINE_MODULE") {
+        Ok(baseline) if !counts.is_empty() && Path::new(&baseline).exists() => {
+            println!("  the previous commit's module: {baseline}");
+            counts.extend(measure_module(&baseline, true));
+        }
+        _ => println!("  no previous commit's module (SECKILL_BASELINE_MODULE): not compared"),
+    }
+    counts
+}
+
+fn measure_module(module: &str, baseline: bool) -> Vec<Count> {
     let dir = tempfile::Builder::new()
         .prefix("seckill-bench-callgrind-")
         .tempdir()
@@ -131,9 +147,10 @@ pub fn measure() -> Vec<Count> {
         .arg("--dir")
         .arg(dir.path())
         .arg("--loadmodule")
-        .arg(module_path())
+        .arg(module)
         .args(
             floor_module()
+                .filter(|_| !baseline)
                 .map(|floor| ["--loadmodule".to_owned(), floor])
                 .into_iter()
                 .flatten(),
@@ -206,13 +223,26 @@ pub fn measure() -> Vec<Count> {
         call
     };
     let s = |text: &str| text.to_owned();
+    let deduct = |item: &str, n: usize| command("SECKILL.DEDUCT", &[s(item), user(n), s("1")]);
+    if baseline {
+        println!("  success and sold-out paths, {CALLS} calls each");
+        record(
+            BASELINE,
+            "success",
+            (0..CALLS).map(|n| deduct("ok", n)).collect(),
+        );
+        record(
+            BASELINE,
+            "sold out",
+            (0..CALLS).map(|n| deduct("none", n)).collect(),
+        );
+        return counts;
+    }
     println!("  success path, sold-out path and references, {CALLS} calls each");
     record(
         MODULE,
         "success",
-        (0..CALLS)
-            .map(|n| command("SECKILL.DEDUCT", &[s("ok"), user(n), s("1")]))
-            .collect(),
+        (0..CALLS).map(|n| deduct("ok", n)).collect(),
     );
     record(
         MODULE_ID,
@@ -273,9 +303,7 @@ pub fn measure() -> Vec<Count> {
     record(
         MODULE,
         "sold out",
-        (0..CALLS)
-            .map(|n| command("SECKILL.DEDUCT", &[s("none"), user(n), s("1")]))
-            .collect(),
+        (0..CALLS).map(|n| deduct("none", n)).collect(),
     );
     if floor_module().is_some() {
         record(

@@ -4,8 +4,8 @@
 
 use crate::big_items::{BigItems, Growth};
 use crate::contenders::{
-    DECRBY, FLOOR, FUNCTION, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID, POSTGRES,
-    POSTGRES_DURABLE,
+    BASELINE, DECRBY, FLOOR, FUNCTION, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID,
+    POSTGRES, POSTGRES_DURABLE,
 };
 use crate::instructions::Count;
 use crate::load::Throughput;
@@ -515,6 +515,24 @@ impl Report {
                     instructions(LUA_SECKILL, "success"),
                 ),
                 0.125,
+                false,
+            ),
+            target(
+                "instructions (callgrind), success path: DEDUCT / the previous commit's DEDUCT",
+                ratio(
+                    instructions(MODULE, "success"),
+                    instructions(BASELINE, "success"),
+                ),
+                1.03,
+                false,
+            ),
+            target(
+                "instructions (callgrind), sold-out path: DEDUCT / the previous commit's DEDUCT",
+                ratio(
+                    instructions(MODULE, "sold out"),
+                    instructions(BASELINE, "sold out"),
+                ),
+                1.03,
                 false,
             ),
             target(
