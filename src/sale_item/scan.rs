@@ -2,6 +2,7 @@
 
 use super::ledger::{BadCursor, Cursor, RequestState, Scanned};
 use super::{Moment, SaleItem};
+use std::ffi::CStr;
 
 /// Where a request stands, as a scan reports it at a moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,12 +21,17 @@ pub enum Status {
 impl Status {
     /// The name replies use, as the order stream's event kinds do.
     pub fn name(self) -> &'static str {
+        self.c_name().to_str().unwrap_or_default()
+    }
+
+    /// The name, as the C string a simple-string reply takes.
+    pub fn c_name(self) -> &'static CStr {
         match self {
-            Status::Purchased => "purchased",
-            Status::Held => "held",
-            Status::Confirmed => "confirmed",
-            Status::Refunded => "refunded",
-            Status::Lapsed => "lapsed",
+            Status::Purchased => c"purchased",
+            Status::Held => c"held",
+            Status::Confirmed => c"confirmed",
+            Status::Refunded => c"refunded",
+            Status::Lapsed => c"lapsed",
         }
     }
 }
