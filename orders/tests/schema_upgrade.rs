@@ -573,7 +573,8 @@ fn previous_binary_on_the_migrated_table(
     server: &Server,
     con: &mut redis::Connection,
 ) {
-    let Some(previous) = std::env::var_os("SECKILL_ORDERS_PREVIOUS") else {
+    let previous = std::env::var_os("SECKILL_ORDERS_PREVIOUS").filter(|path| !path.is_empty());
+    let Some(previous) = previous else {
         eprintln!("the previous consumer's binary not run: set SECKILL_ORDERS_PREVIOUS to it");
         return;
     };
@@ -647,4 +648,81 @@ fn previous_binary_on_the_migrated_table(
         }
     }
     assert_eq!(deadlines_of(&mut db, &sale.item), expected);
+}
+
+/// The upgrade as it happens in a rolling deploy: the previous consumer
+/// made the table (version 1) and keeps running while the new one starts,
+/// migrates the table under it, and shares the group with it. Every order
+/// ends with its status, whichever consumer wrote it; a hold row has the
+/// deadline `SECKILL.HOLDS` reported, or none if the previous consumer wrote
+/// it. Needs `SECKILL_ORDERS_PREVIOUS` (`make test` builds it).
+#[test]
+fn the_table_is_upgraded_while_the_previous_consumer_runs() {
+    let pg = postgres_or_skip!();
+    let previous = std::env::var_os("SECKILL_ORDERS_PREVIOUS").filter(|path| !path.is_empty());
+    let Some(previous) = previous else {
+        eprintln!("skipped: set SECKILL_ORDERS_PREVIOUS to a build of the previous consumer");
+        return;
+    };
+    let server = Server::start();
+    let mut con = server.client();
+    let mut db = connect(&pg);
+
+    let mut sale = Sale::open(&mut con, "rolling");
+    sale.clicks(&mut con, "before", 30, 1_000);
+    let mut old = Consumer::start(
+        Path::new(&previous),
+        server.dir(),
+        &server.url(),
+        &pg,
+        &sale.stream,
+        "previous",
+    );
+    wait_for_statuses(&pg, &sale.item, &sale.statuses, &mut old);
+    assert_eq!(schema_version(&mut db), 1);
+
+    // The new consumer starts beside it and migrates the table.
+    let mut new = Consumer::start(
+        new_consumer(),
+        server.dir(),
+        &server.url(),
+        &pg,
+        &sale.stream,
+        "new",
+    );
+    for round in 0..4 {
+        sale.clicks(&mut con, &format!("during-{round}"), 30, 1_000);
+    }
+    let held: Vec<String> = sale
+        .statuses
+        .iter()
+        .filter(|(id, status)| id.starts_with("before-") && *status == "held")
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in &held[..2] {
+        sale.confirm(&mut con, id);
+    }
+    wait_for_statuses(&pg, &sale.item, &sale.statuses, &mut new);
+    assert_eq!(schema_version(&mut db), 2);
+    assert!(
+        old.child.try_wait().expect("wait").is_none(),
+        "{}",
+        old.log()
+    );
+    for consumer in [&old, &new] {
+        assert!(!consumer.log().contains("refused"), "{}", consumer.log());
+    }
+    let deadlines = deadlines_of(&mut db, &sale.item);
+    assert_eq!(deadlines.len(), sale.statuses.len());
+    for (id, deadline) in &deadlines {
+        if let Some(deadline) = deadline {
+            assert_eq!(Some(deadline), sale.deadlines.get(id), "{id}");
+        }
+    }
+    // Both consumers took entries once the new one had started.
+    let written_by_new = deadlines
+        .iter()
+        .filter(|(id, deadline)| id.starts_with("during-") && deadline.is_some())
+        .count();
+    assert!(written_by_new > 0, "{deadlines:?}");
 }
