@@ -517,6 +517,7 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
     }
     registration::register_info(ctx);
     server_events::subscribe(ctx);
+    server_events::learn_allocator(ctx);
     server_events::warn_if_items_can_be_evicted(ctx);
     sweeper::start(ctx);
     Status::Ok

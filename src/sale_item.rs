@@ -20,6 +20,7 @@ pub use judged_and_applied::{Lapsed, Restock};
 pub use change::{Change, Counted, HoldRef, Order, Verdict};
 pub use events::EventView;
 pub use import::{ImportError, ImportRecord, MAX_IMPORT_RECORDS};
+pub use ledger::set_allocator_size_classes;
 #[cfg(test)]
 pub use ledger::RequestState;
 pub use ledger::RequestView;

@@ -30,6 +30,18 @@ pub fn subscribe(ctx: &Context) {
     events::follow_server_events(ctx);
 }
 
+/// Tells the memory estimates which allocator the server runs (`INFO
+/// memory`'s `mem_allocator`): jemalloc's size classes, or the C library's.
+pub fn learn_allocator(ctx: &Context) {
+    let info = call::string(ctx, "INFO", &[b"memory"]).unwrap_or_default();
+    if let Some(allocator) = info
+        .lines()
+        .find_map(|line| line.strip_prefix("mem_allocator:"))
+    {
+        crate::sale_item::set_allocator_size_classes(allocator.starts_with("jemalloc"));
+    }
+}
+
 /// An evicted item loses its ledger: its limits and request ids reset when
 /// the application creates it again, and its pending holds vanish with no
 /// `expire` event. Says so when the server could evict one: under any

@@ -31,7 +31,7 @@ use super::radix;
 use arena::*;
 pub use arena::{put_varint, Full};
 use foldhash::fast::RandomState;
-pub use holds::{HoldBook, HoldRef};
+pub use holds::{set_allocator_size_classes, HoldBook, HoldRef};
 pub use request::{NewRequest, RequestRecord, RequestState, RequestView};
 pub use scan::{BadCursor, Cursor, Scanned};
 use std::hash::BuildHasher;
