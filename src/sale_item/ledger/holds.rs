@@ -307,6 +307,9 @@ pub struct HoldBook {
     emptied: BTreeMap<i64, usize>,
     /// Pending holds.
     len: usize,
+    /// The earliest deadline, kept: every write of an item with holds asks
+    /// for it, and it sits at the far left of `by_deadline`.
+    first: Option<i64>,
     /// Bytes the buckets' and the holders' own maps hold on the heap.
     maps_heap: usize,
     /// Moved on by reads too, hence the lock; nothing else takes it, so
@@ -327,6 +330,7 @@ impl Clone for HoldBook {
             holders: self.holders.clone(),
             emptied: self.emptied.clone(),
             len: self.len,
+            first: self.first,
             maps_heap: self.maps_heap,
             cursor: Mutex::new(*self.cursor()),
         }
@@ -379,6 +383,7 @@ impl HoldBook {
             holders: HashMap::with_hasher(HandleHasher),
             emptied: BTreeMap::new(),
             len: 0,
+            first: None,
             maps_heap: 0,
             cursor: Mutex::new(Cursor::new()),
         }
@@ -417,9 +422,7 @@ impl HoldBook {
 
     /// The earliest deadline.
     pub fn first_deadline(&self) -> Option<i64> {
-        self.by_deadline
-            .first_key_value()
-            .map(|(deadline, _)| *deadline)
+        self.first
     }
 
     /// Holds due at `at`, earliest first, with their units.
@@ -508,6 +511,9 @@ impl HoldBook {
         };
         track(&mut self.maps_heap, before, after);
         self.len += 1;
+        if self.first.is_none_or(|first| deadline < first) {
+            self.first = Some(deadline);
+        }
         self.count_at(deadline, 1, qty);
         let holder = self.holders.entry(buyer).or_insert(Holder {
             held: 0,
@@ -532,6 +538,9 @@ impl HoldBook {
         if bucket.holds.len() == 0 {
             self.by_deadline.remove(&deadline);
             track(&mut self.maps_heap, before, 0);
+            if self.first == Some(deadline) {
+                self.first = self.by_deadline.first_key_value().map(|(first, _)| *first);
+            }
         } else {
             let after = bucket.holds.heap();
             track(&mut self.maps_heap, before, after);
@@ -624,6 +633,11 @@ impl HoldBook {
 
     /// The holds due at `at`.
     pub fn lapsed(&self, at: i64) -> LapsedHolds {
+        // Nothing due yet (a buyer empties at a deadline of its own): the
+        // usual case, answered without the cursor's lock.
+        if self.first.is_none_or(|first| at < first) {
+            return LapsedHolds::default();
+        }
         let cursor = self.advance(at);
         let mut figures = cursor.figures;
         if at < cursor.through {
@@ -852,6 +866,8 @@ mod tests {
                         book.units_changed(buyer, after);
                     }
                     Step::Read(at) => {
+                        let earliest = book.all().iter().map(|((deadline, _), _)| *deadline).min();
+                        prop_assert_eq!(book.first_deadline(), earliest);
                         let kept = book.lapsed(at);
                         prop_assert_eq!(kept, walked(&book, at, &units));
                         for buyer in 0..4 {
