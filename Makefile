@@ -49,7 +49,7 @@ BASELINE ?= HEAD~1
 bench: build ## Measure against Lua, Functions, WATCH, PostgreSQL and the module of BASELINE (HEAD~1); writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
 	cargo build --release -p seckill-floor
-	SECKILL_BASELINE_MODULE=$$(./scripts/baseline.sh $(BASELINE)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
+	SECKILL_BASELINE_COMMIT=$$(git rev-parse --short $(BASELINE) 2>/dev/null) SECKILL_BASELINE_MODULE=$$(./scripts/baseline.sh $(BASELINE)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
 
 lint: ## rustfmt and clippy, warnings are errors
 	cargo fmt --all -- --check

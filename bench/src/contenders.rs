@@ -105,8 +105,9 @@ pub const DECRBY: &str = "DECRBY (reference)";
 pub const HINCRBY: &str = "HINCRBY, a field per buyer (floor)";
 /// The sold-out path's floor: a module command that opens its key and
 /// replies (`bench/floor`).
-/// `SECKILL.DEDUCT` of the previous commit's module (`make bench` builds it).
-pub const BASELINE: &str = "SECKILL.DEDUCT, previous commit's module";
+/// `SECKILL.DEDUCT` of the module of the baseline commit (`make bench`
+/// builds it: `BASELINE`, the previous commit unless told).
+pub const BASELINE: &str = "SECKILL.DEDUCT, the baseline commit's module";
 pub const FLOOR: &str = "module command, open key and reply (floor)";
 
 /// The floor module's path, beside seckill's, if it was built.

@@ -113,7 +113,7 @@ fn lua_for(sha: &str, user: String) -> redis::Cmd {
 }
 
 /// Counts, or an empty list when valgrind is not installed. With
-/// `SECKILL_BASELINE_MODULE` set (`make bench` builds the previous commit's
+/// `SECKILL_BASELINE_MODULE` set (`make bench` builds the baseline commit's
 /// module there), its success and sold-out paths are counted too, under
 /// `BASELINE`, in a server of their own: two modules named seckill cannot
 /// share one.
@@ -121,10 +121,10 @@ pub fn measure() -> Vec<Count> {
     let mut counts = measure_module(&module_path().display().to_string(), false);
     match std::env::var("SECKILL_BASELINE_MODULE") {
         Ok(baseline) if !counts.is_empty() && Path::new(&baseline).exists() => {
-            println!("  the previous commit's module: {baseline}");
+            println!("  the baseline commit's module: {baseline}");
             counts.extend(measure_module(&baseline, true));
         }
-        _ => println!("  no previous commit's module (SECKILL_BASELINE_MODULE): not compared"),
+        _ => println!("  no baseline module (SECKILL_BASELINE_MODULE): not compared"),
     }
     counts
 }

@@ -518,7 +518,7 @@ impl Report {
                 false,
             ),
             target(
-                "instructions (callgrind), success path: DEDUCT / the previous commit's DEDUCT",
+                "instructions (callgrind), success path: DEDUCT / the baseline commit's DEDUCT",
                 ratio(
                     instructions(MODULE, "success"),
                     instructions(BASELINE, "success"),
@@ -527,7 +527,7 @@ impl Report {
                 false,
             ),
             target(
-                "instructions (callgrind), sold-out path: DEDUCT / the previous commit's DEDUCT",
+                "instructions (callgrind), sold-out path: DEDUCT / the baseline commit's DEDUCT",
                 ratio(
                     instructions(MODULE, "sold out"),
                     instructions(BASELINE, "sold out"),
@@ -861,9 +861,21 @@ impl Report {
              that finds its user), the sold-out path against a module command that only opens \
              its key and replies (`bench/floor`). The first targets compared with `DECRBY` and \
              `GET`, which neither look up a user nor pass through a module's dispatch, so they \
-             measured what no module can avoid; they are gone.\n\n\
-             | target | measured | bound | |\n|---|--:|--:|---|\n",
+             measured what no module can avoid; they are gone. ",
         );
+        let baseline = std::env::var("SECKILL_BASELINE_COMMIT").unwrap_or_default();
+        if baseline.is_empty() {
+            out.push_str(
+                "No baseline module was built, so nothing is compared with an earlier commit.",
+            );
+        } else {
+            let _ = write!(
+                out,
+                "The baseline rows count the same calls against the module built at commit \
+                 `{baseline}` (`make bench BASELINE=<commit>`; the previous commit by default)."
+            );
+        }
+        out.push_str("\n\n| target | measured | bound | |\n|---|--:|--:|---|\n");
         for target in self.targets() {
             let verdict = match target.met() {
                 Some(true) => "met",
