@@ -746,7 +746,7 @@ impl Report {
              `DEBUG RELOAD` and the rewrite run with each contender alone in the database, \
              restored from its `DUMP` at the start of each round. The scan rows are the longest \
              single call (`SLOWLOG`) of a scan of the whole item from cursor 0, page by page, \
-             against `HSCAN` of the hash. 1 million buyers is enough for stable ratios: every \
+             the median of three scans, against `HSCAN` of the hash. 1 million buyers is enough for stable ratios: every \
              operation here is linear in the item's size.\n\n\
              | operation | seckill item | hash + set | × hash + set |\n|---|--:|--:|--:|\n",
             big.buyers

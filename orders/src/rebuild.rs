@@ -813,4 +813,24 @@ mod tests {
             Err(Failure::Refused(_))
         ));
     }
+
+    #[test]
+    fn rows_the_module_could_not_have_written_are_refused() {
+        let refusal = |rows: Vec<Row>| match plan(rows, 100, &HashMap::new()) {
+            Err(Failure::Refused(reason)) => reason,
+            other => panic!("not refused: {:?}", other.map(|plan| plan.sold())),
+        };
+        // A status the module does not know.
+        let reason = refusal(vec![row("a", "ann", 1, "shipped", 9, None)]);
+        assert!(reason.contains("unknown status \"shipped\""), "{reason}");
+        // A purchase without a request id cannot have been held.
+        let reason = refusal(vec![row("entry:1-0", "ann", 1, "held", 9, None)]);
+        assert!(reason.contains("cannot be held"), "{reason}");
+        // Units that do not fit in a 64-bit integer.
+        let reason = refusal(vec![
+            row("a", "ann", i64::MAX, "purchased", 0, None),
+            row("b", "bob", i64::MAX, "purchased", 0, None),
+        ]);
+        assert!(reason.contains("overflow"), "{reason}");
+    }
 }
