@@ -20,8 +20,12 @@ deps: ## Install redis-server, redis-tools and libclang-dev if missing
 build: deps ## Build the release module (target/release/libseckill.so)
 	cargo build --release
 
-run: build ## Start redis-server on 127.0.0.1:6379 with the module, in the foreground
-	redis-server redis.conf.example
+# make run's port, and its data directory (a new, empty one each run unless given).
+PORT ?= 6379
+DIR ?=
+
+run: build ## Start redis-server with the module in the foreground, on PORT (6379) with data in DIR (a new one)
+	@./scripts/run.sh "$(PORT)" "$(DIR)"
 
 test: build ## Run every test: unit, property, integration (real redis-server, PostgreSQL), client libraries
 	$(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace

@@ -83,6 +83,45 @@ fn readme_transcripts_show_real_replies() {
     assert!(replayed >= 3, "found {replayed} transcripts in README.md");
 }
 
+/// `make run`, twice in a row: each server starts from an empty data
+/// directory, so the README's first transcript answers as shown both times
+/// (it did not when the AOF of the first run was loaded by the second).
+#[test]
+fn make_run_twice_answers_the_first_transcript_both_times() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let first = transcripts(&readme).into_iter().next().expect("a transcript");
+    // Where the runs' data directories go, removed at the end.
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    // Started from another directory: the configuration must name the
+    // module by its absolute path.
+    let elsewhere = scratch.path();
+    for run in 1..=2 {
+        let port = common::free_port();
+        let mut server = Command::new(root.join("scripts/run.sh"))
+            .arg(port.to_string())
+            .current_dir(elsewhere)
+            .env("TMPDIR", elsewhere)
+            .env("SECKILL_SERVER", common::server_binary())
+            .env("SECKILL_MODULE", common::module_path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("scripts/run.sh");
+        let url = format!("redis://127.0.0.1:{port}/");
+        common::wait_until("make run's server", std::time::Duration::from_secs(10), || {
+            redis::Client::open(url.as_str())
+                .and_then(|client| client.get_connection())
+                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con))
+                .is_ok()
+        });
+        let replayed = replay(port, &first.commands);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_eq!(replayed, first.expected, "run {run}");
+    }
+}
+
 #[test]
 fn every_docs_page_transcript_shows_real_replies() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
