@@ -36,7 +36,8 @@ pub(crate) const ERR_NO_ITEM_TO_LOAD: &str = "ERR no sale item to load this chun
 pub(crate) const ERR_STORE: &str = "ERR could not store the sale item";
 pub(crate) const ERR_HOLD_WITHOUT_ID: &str = "ERR HOLD requires ID";
 pub(crate) const ERR_STREAM_SLOT: &str = "ERR the order stream must hash to the item's slot: \
-     give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders";
+     name it after the item in braces (sku:1 and {sku:1}:orders), or give both keys one hash \
+     tag ({sku:1} and {sku:1}:orders)";
 pub(crate) const ERR_STREAM_SELF: &str = "ERR the order stream cannot be the item's own key";
 pub(crate) const ERR_BAD_MAXLEN: &str = "ERR MAXLEN must be a non-negative integer";
 pub(crate) const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";

@@ -219,8 +219,9 @@ fn maxlen_trims_the_stream_exactly() {
 fn the_stream_must_share_the_items_slot_and_be_a_stream() {
     let server = Server::start();
     let mut con = server.client();
-    let slot_error = "ERR the order stream must hash to the item's slot: give both keys the same \
-                      hash tag, e.g. {sku:1} and {sku:1}:orders";
+    let slot_error = "ERR the order stream must hash to the item's slot: name it after the item \
+                      in braces (sku:1 and {sku:1}:orders), or give both keys one hash tag \
+                      ({sku:1} and {sku:1}:orders)";
     assert_eq!(
         error(
             &mut con,
@@ -228,6 +229,15 @@ fn the_stream_must_share_the_items_slot_and_be_a_stream() {
         ),
         slot_error
     );
+    // As the error says: an item with no hash tag takes its whole name in
+    // braces, and a purchase writes there.
+    let untagged: i64 = ok(
+        &mut con,
+        &["SECKILL.INIT", "sku:1", "10", "STREAM", "{sku:1}:orders"],
+    );
+    assert_eq!(untagged, 1);
+    ok::<i64>(&mut con, &["SECKILL.DEDUCT", "sku:1", "ann", "1"]);
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{sku:1}:orders"]), 1);
     assert_eq!(
         error(&mut con, &["SECKILL.INIT", ITEM, "10", "STREAM", ITEM]),
         "ERR the order stream cannot be the item's own key"

@@ -6,23 +6,7 @@ use seckill_harness::ok;
 
 /// The published seckill.lua script: check stock, check the user's bought key (built
 /// inside the script, as published), DECR, INCR.
-pub const SECKILL_LUA: &str = r#"
-local stockKey = KEYS[1]
-local boughtKey = KEYS[2]
-local userId = ARGV[1]
-local limitPerUser = tonumber(ARGV[2])
-local stock = tonumber(redis.call('get', stockKey) or '0')
-if stock <= 0 then
-    return -1
-end
-local bought = tonumber(redis.call('get', boughtKey .. ':' .. userId) or '0')
-if bought >= limitPerUser then
-    return -2
-end
-redis.call('decr', stockKey)
-redis.call('incr', boughtKey .. ':' .. userId)
-return 1
-"#;
+pub const SECKILL_LUA: &str = include_str!("../seckill.lua");
 
 /// The Spring StockService's script: exists / get / INCRBY -num; no per-user limit.
 pub const STOCK_SERVICE_LUA: &str = "if (redis.call('exists', KEYS[1]) == 1) then \

@@ -26,7 +26,7 @@ const CASES = [
   ['ERR an unlimited item moves no units', InvalidArgumentError, 'ERR', false],
   ['WRONGTYPE Operation against a key holding the wrong kind of value', WrongTypeError, 'WRONGTYPE', false],
   ['NOPERM this user has no permissions to access one of the keys used as arguments', NoPermissionError, 'NOPERM', false],
-  ["ERR the order stream must hash to the item's slot: give both keys the same hash tag, e.g. {sku:1} and {sku:1}:orders", InvalidArgumentError, 'ERR', false],
+  ["ERR the order stream must hash to the item's slot: name it after the item in braces (sku:1 and {sku:1}:orders), or give both keys one hash tag ({sku:1} and {sku:1}:orders)", InvalidArgumentError, 'ERR', false],
   ['ERR value is not an integer or out of range', InvalidArgumentError, 'ERR', false],
   ["ERR wrong number of arguments for 'seckill.deduct' command", InvalidArgumentError, 'ERR', false],
   ['ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master', InvalidArgumentError, 'ERR', false],
