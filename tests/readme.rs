@@ -90,7 +90,10 @@ fn readme_transcripts_show_real_replies() {
 fn make_run_twice_answers_the_first_transcript_both_times() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
-    let first = transcripts(&readme).into_iter().next().expect("a transcript");
+    let first = transcripts(&readme)
+        .into_iter()
+        .next()
+        .expect("a transcript");
     // Where the runs' data directories go, removed at the end.
     let scratch = tempfile::tempdir().expect("a temporary directory");
     // Started from another directory: the configuration must name the
@@ -109,12 +112,16 @@ fn make_run_twice_answers_the_first_transcript_both_times() {
             .spawn()
             .expect("scripts/run.sh");
         let url = format!("redis://127.0.0.1:{port}/");
-        common::wait_until("make run's server", std::time::Duration::from_secs(10), || {
-            redis::Client::open(url.as_str())
-                .and_then(|client| client.get_connection())
-                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con))
-                .is_ok()
-        });
+        common::wait_until(
+            "make run's server",
+            std::time::Duration::from_secs(10),
+            || {
+                redis::Client::open(url.as_str())
+                    .and_then(|client| client.get_connection())
+                    .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con))
+                    .is_ok()
+            },
+        );
         let replayed = replay(port, &first.commands);
         let _ = server.kill();
         let _ = server.wait();
