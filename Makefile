@@ -2,7 +2,7 @@
 
 MODULE := target/release/libseckill.so
 
-.PHONY: help deps build run test test-clients test-valkey test-matrix bench lint clean
+.PHONY: help deps build run test test-clients test-valkey test-matrix dist test-dist bench lint clean
 
 # seckill-orders before its table's version-2 migration, for the test of a
 # rolling upgrade (built once into target/previous-consumer).
@@ -46,6 +46,12 @@ test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fet
 	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(MAKE) --no-print-directory test-clients
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(MAKE) --no-print-directory test-clients
+
+dist: deps ## Build the portable module (glibc 2.17 and later) and its .deb into target/dist
+	@./scripts/dist.sh
+
+test-dist: dist ## Test the dist module on Redis 7.0 and Valkey 9.1, and install its .deb
+	@./scripts/test-dist.sh
 
 # The commit whose module the bench compares against (instructions per call).
 BASELINE ?= HEAD~1
