@@ -139,7 +139,6 @@ pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
     })
 }
 
-/// SECKILL.INFO key
 /// The value of one field of `SECKILL.INFO`.
 enum Field<'a> {
     Integer(i64),
@@ -147,6 +146,7 @@ enum Field<'a> {
     Bytes(Option<&'a [u8]>),
 }
 
+/// SECKILL.INFO key
 pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name] = args else {
         return Err(RedisError::WrongArity);
