@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the Python client's tests (clients/python) against real servers with the module loaded:
-# a standalone server and a 3-master cluster, sync and asyncio, RESP2 and RESP3.
+# a standalone server and a 3-master cluster, sync and asyncio, RESP2 and RESP3; and the example
+# service's (examples/python), over HTTP.
 #
 #   SECKILL_MODULE=target/release/libseckill.so sh scripts/test-python.sh [pytest args]
 #
@@ -44,8 +45,8 @@ fi
 
 stamp=$venv/.seckill-client-installed
 if [ ! -f "$stamp" ] || [ clients/python/pyproject.toml -nt "$stamp" ]; then
-    "$venv/bin/python" -m pip install -q -e 'clients/python[test]'
+    "$venv/bin/python" -m pip install -q -e 'clients/python[test,examples]'
     touch "$stamp"
 fi
 
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests "$@"
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests examples/python "$@"

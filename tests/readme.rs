@@ -129,6 +129,24 @@ fn make_run_twice_answers_the_first_transcript_both_times() {
     }
 }
 
+/// The README's Python code is the example service's own, which
+/// `make test` drives over HTTP (examples/python/test_shop.py).
+#[test]
+fn the_readme_s_python_code_is_the_example_service_s() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let service = std::fs::read_to_string(root.join("examples/python/shop.py")).expect("shop.py");
+    let start = readme.find("```python\n").expect("a python block") + "```python\n".len();
+    let block = &readme[start..start + readme[start..].find("```").expect("its end")];
+    let code: String = block
+        .lines()
+        .filter(|line| !line.starts_with("# from examples/"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(code.lines().count() >= 8, "{code}");
+    assert!(service.contains(&code), "README's python block is not in shop.py:\n{code}");
+}
+
 #[test]
 fn every_docs_page_transcript_shows_real_replies() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

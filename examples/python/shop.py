@@ -1,0 +1,92 @@
+"""A flash-sale HTTP service over seckill's Python client (FastAPI, asyncio).
+
+    pip install -e 'clients/python[examples]'
+    SHOP_REDIS_URL=redis://127.0.0.1:6379/0 uvicorn --app-dir examples/python shop:app --port 8000
+
+POST /items/{item}?stock=N&limit=L    open a sale (again: left as it is)
+POST /orders/{order}?item=I&user=U    buy one unit, held until paid (the client picks the order id)
+POST /orders/{order}/pay?item=I       the payment arrived: the hold becomes a sale
+POST /orders/{order}/cancel?item=I    give the unit back (held or paid)
+GET  /items/{item}                    the stock left
+
+Every outcome has its HTTP status; a retried request (same order id) gets the first answer and
+never sells twice.
+"""
+
+from __future__ import annotations
+
+import os
+
+import redis.asyncio as redis
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from seckill import ConfirmOutcome, Outcome, RequestIdConflictError
+from seckill.asyncio import Seckill
+
+# How long a buyer has to pay before the unit goes back on sale.
+HOLD_SECONDS = int(os.environ.get("SHOP_HOLD_SECONDS", "900"))
+
+client = redis.Redis.from_url(os.environ.get("SHOP_REDIS_URL", "redis://127.0.0.1:6379/0"))
+sk = Seckill(client)
+app = FastAPI(title="flash sale")
+
+# What a refused purchase tells the buyer.
+REFUSED = {
+    Outcome.SOLD_OUT: (409, "sold out"),
+    Outcome.LIMIT_REACHED: (409, "limit reached"),
+    Outcome.NO_ITEM: (404, "no such sale"),
+    Outcome.CANCELLED: (410, "order cancelled or expired"),
+    Outcome.NOT_STARTED: (403, "the sale has not started"),
+    Outcome.ENDED: (410, "the sale has ended"),
+}
+
+
+def answer(code: int, **body: object) -> JSONResponse:
+    return JSONResponse(body, status_code=code)
+
+
+@app.post("/items/{item}")
+async def open_sale(item: str, stock: int, limit: int = 1) -> JSONResponse:
+    created = await sk.init(item, stock, limit=limit)
+    return answer(201 if created else 200, item=item, created=created)
+
+
+@app.get("/items/{item}")
+async def stock(item: str) -> JSONResponse:
+    left = await sk.get(item)
+    if left is None:
+        return answer(404, error="no such sale")
+    return answer(200, item=item, stock=left)
+
+
+@app.post("/orders/{order}")
+async def buy(order: str, item: str, user: str) -> JSONResponse:
+    try:
+        result = await sk.deduct(item, user, 1, request_id=order, hold=HOLD_SECONDS)
+    except RequestIdConflictError:
+        return answer(409, order=order, error="order id already used for another purchase")
+    if result.outcome is Outcome.BOUGHT:
+        return answer(201, order=order, status="held", pay_within_s=HOLD_SECONDS, stock=result.stock)
+    code, error = REFUSED[result.outcome]
+    return answer(code, order=order, error=error)
+
+
+@app.post("/orders/{order}/pay")
+async def pay(order: str, item: str) -> JSONResponse:
+    outcome = await sk.confirm(item, order)
+    if outcome in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL):
+        return answer(200, order=order, status="paid")
+    if outcome is ConfirmOutcome.NO_ITEM:
+        return answer(404, order=order, error="no such sale")
+    # Expired, cancelled or never placed: take no money (or give it back).
+    return answer(410, order=order, error="order cancelled or expired")
+
+
+@app.post("/orders/{order}/cancel")
+async def cancel(order: str, item: str) -> JSONResponse:
+    units = await sk.refund(item, order)
+    if units is None:
+        return answer(404, order=order, error="no such sale")
+    # 0: unknown, or cancelled before; the unit went back once either way.
+    return answer(200, order=order, status="cancelled", units_returned=units)
