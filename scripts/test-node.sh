@@ -65,4 +65,12 @@ if [ ! -f node_modules/.package-lock.json ] \
     npm ci --no-audit --no-fund
 fi
 
-exec node --test test/*.test.js
+node --test test/*.test.js
+
+# The example service (examples/node), over HTTP, with its own packages.
+cd ../../examples/node
+if [ ! -f node_modules/.package-lock.json ] \
+    || [ -n "$(find package-lock.json -newer node_modules/.package-lock.json)" ]; then
+    npm ci --no-audit --no-fund
+fi
+exec node --test shop.test.js

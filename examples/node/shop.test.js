@@ -1,0 +1,78 @@
+'use strict';
+// examples/node/shop.js driven over HTTP through a whole small sale, against
+// a real redis-server with the module (run by `make test`, scripts/test-node.sh).
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { startServer } = require('../../clients/node/test/helpers/servers');
+const { buildShop } = require('./shop');
+
+const ITEM = '{sku:shop}';
+let server;
+let app;
+let base;
+
+before(async () => {
+  server = await startServer();
+  app = await buildShop(`redis://127.0.0.1:${server.port}`);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${app.server.address().port}`;
+});
+
+after(async () => {
+  await app?.close();
+  await server?.stop();
+});
+
+async function call(method, path, query = {}) {
+  const url = new URL(path, base);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, String(value));
+  const response = await fetch(url, { method });
+  return { status: response.status, body: await response.json() };
+}
+
+const buy = (n, user = `u${n}`) => call('POST', `/orders/o-${n}`, { item: ITEM, user });
+const order = (id, action) => call('POST', `/orders/${id}/${action}`, { item: ITEM });
+
+test('a small sale sells out exactly, keeps the limit and never sells a retry twice', async () => {
+  assert.equal((await call('POST', `/items/${encodeURIComponent(ITEM)}`, { stock: 5, limit: 1 })).status, 201);
+  assert.equal((await call('POST', `/items/${encodeURIComponent(ITEM)}`, { stock: 5, limit: 1 })).status, 200);
+
+  // 20 buyers race for 5 units, and each sends its click twice (a retry after a timeout).
+  const buyers = [...Array(20).keys()];
+  const first = await Promise.all(buyers.map((n) => buy(n)));
+  const again = await Promise.all(buyers.map((n) => buy(n)));
+  const held = buyers.filter((n) => first[n].status === 201);
+  assert.equal(held.length, 5);
+  assert.deepEqual(first.filter((r) => r.status === 409).map((r) => r.body.error), Array(15).fill('sold out'));
+  // A retry gets the first answer: the held orders are held still, nobody else got a unit.
+  assert.deepEqual(again.map((r) => r.status), first.map((r) => r.status));
+  assert.equal((await call('GET', `/items/${encodeURIComponent(ITEM)}`)).body.stock, 0);
+
+  // An order id is one purchase: used again for someone else, it is refused.
+  const reused = await buy(held[0], 'someone-else');
+  assert.deepEqual([reused.status, reused.body.error], [409, 'order id already used for another purchase']);
+
+  // Three pay (one twice), one cancels (twice), one lets it be.
+  for (const n of held.slice(0, 3)) {
+    const paid = await order(`o-${n}`, 'pay');
+    assert.deepEqual([paid.status, paid.body.status], [200, 'paid']);
+  }
+  assert.equal((await order(`o-${held[0]}`, 'pay')).status, 200);
+  assert.equal((await order(`o-${held[3]}`, 'cancel')).body.units_returned, 1);
+  assert.equal((await order(`o-${held[3]}`, 'cancel')).body.units_returned, 0);
+  assert.equal((await order(`o-${held[3]}`, 'pay')).status, 410);
+  assert.equal((await buy(held[3])).status, 410);
+  assert.equal((await call('GET', `/items/${encodeURIComponent(ITEM)}`)).body.stock, 1);
+
+  // One buyer, one unit: a buyer who paid cannot take the unit given back.
+  const second = await call('POST', '/orders/second-try', { item: ITEM, user: `u${held[0]}` });
+  assert.deepEqual([second.status, second.body.error], [409, 'limit reached']);
+
+  // The unit given back is sold once more, to one of the buyers who missed out, and no more.
+  const late = buyers.filter((n) => !held.includes(n));
+  const replies = await Promise.all(late.map((n) => call('POST', `/orders/late-${n}`, { item: ITEM, user: `u${n}` })));
+  assert.deepEqual(replies.map((r) => r.status).sort(), [201, ...Array(late.length - 1).fill(409)]);
+  assert.equal((await call('GET', `/items/${encodeURIComponent(ITEM)}`)).body.stock, 0);
+  assert.equal((await call('GET', '/items/none')).status, 404);
+});
