@@ -70,19 +70,30 @@ fn psql(pg: &Postgres, database: &str, statements: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn start_consumer(server: &Server, pg: &Postgres) -> Child {
+/// The consumer, stopped when the test ends, failed or not.
+struct Consumer(Child);
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_consumer(server: &Server, pg: &Postgres) -> Consumer {
     let url = format!(
         "host=127.0.0.1 port={} user=orders password=change-me dbname=shop",
         pg.port()
     );
     let log = std::fs::File::create(server.dir().join("consumer.log")).expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_seckill-orders"))
+    let child = Command::new(env!("CARGO_BIN_EXE_seckill-orders"))
         .env("SECKILL_POSTGRES_URL", url)
         .args(["--redis-url", &server.url(), "--stream", STREAM])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .expect("start seckill-orders")
+        .expect("start seckill-orders");
+    Consumer(child)
 }
 
 fn redis_cli(port: u16, commands: &[&str]) -> String {
@@ -140,7 +151,7 @@ fn the_five_minute_walkthrough_gives_the_rows_it_shows() {
     let shown = trimmed(&text[1..].join("\n"));
     let until = Instant::now() + Duration::from_secs(30);
     let rows = loop {
-        if let Ok(Some(status)) = consumer.try_wait() {
+        if let Ok(Some(status)) = consumer.0.try_wait() {
             let log = std::fs::read_to_string(server.dir().join("consumer.log"));
             panic!("the consumer exited ({status}): {log:?}");
         }
@@ -151,8 +162,7 @@ fn the_five_minute_walkthrough_gives_the_rows_it_shows() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(rows, shown);
-    let _ = consumer.kill();
-    let _ = consumer.wait();
+    drop(consumer);
     // The table was created by the consumer's role, in the database it owns.
     let owner = psql(
         &pg,
