@@ -144,7 +144,10 @@ fn the_readme_s_python_code_is_the_example_service_s() {
         .map(|line| format!("{line}\n"))
         .collect();
     assert!(code.lines().count() >= 8, "{code}");
-    assert!(service.contains(&code), "README's python block is not in shop.py:\n{code}");
+    assert!(
+        service.contains(&code),
+        "README's python block is not in shop.py:\n{code}"
+    );
 }
 
 #[test]
