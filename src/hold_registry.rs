@@ -56,6 +56,8 @@ pub fn watch(item: &SaleItem, db: c_int, key: &[u8], deadline: i64) {
     let id = address(item);
     let mut registry = registry();
     let registry = &mut *registry;
+    // A write found it before the search did.
+    registry.lost.remove(&id);
     match registry.homes.get_mut(&id) {
         Some(home) => {
             if home.db != db || *home.key != *key {

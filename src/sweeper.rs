@@ -219,7 +219,7 @@ fn search_lost_items(ctx: &Context, started: Instant, budget: Duration) {
             };
             let db = scan.db();
             let more = scan.step(ctx, &mut |context, name| {
-                let key = ItemKey::open_read(context, name);
+                let key = ItemKey::open_quietly(context, name);
                 if let Ok(Some(item)) = key.item() {
                     found(item, db, name.as_bytes());
                 }

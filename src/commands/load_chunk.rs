@@ -118,7 +118,7 @@ pub fn on_loading_event(ctx: &Context, subevent: u64) {
 fn partly_loaded_keys(ctx: &Context, db: c_int) -> Vec<Vec<u8>> {
     let mut found: Vec<Vec<u8>> = Vec::new();
     scan_db(ctx, db, |context, name| {
-        let key = ItemKey::open_read(context, name);
+        let key = ItemKey::open_quietly(context, name);
         if let Ok(Some(item)) = key.item() {
             if item.is_partly_loaded() {
                 found.push(name.as_bytes().to_vec());

@@ -33,6 +33,31 @@ impl<'ctx> OpenKey<'ctx> {
         }
     }
 
+    /// Opens for reading without it counting as an access: no LRU or LFU
+    /// update, and where the server has the flags (7.2 and later), no
+    /// keyspace hit or miss and no lazy expiry. For the module's own walks
+    /// of the keyspace, which no client asked for.
+    fn open_quietly(ctx: &'ctx Context, name: &Arg) -> OpenKey<'ctx> {
+        let wanted = raw::REDISMODULE_READ
+            | raw::REDISMODULE_OPEN_KEY_NOTOUCH
+            | raw::REDISMODULE_OPEN_KEY_NOSTATS
+            | raw::REDISMODULE_OPEN_KEY_NOEXPIRE;
+        let known = redis_api!(RedisModule_GetOpenKeyModesAll).map_or(
+            (raw::REDISMODULE_READ | raw::REDISMODULE_OPEN_KEY_NOTOUCH) as c_int,
+            // SAFETY: a plain query of the server's capabilities.
+            |modes_all| unsafe { modes_all() },
+        );
+        let key = redis_api!(RedisModule_OpenKey).map_or(std::ptr::null_mut(), |open_key| {
+            // SAFETY: the context and the name are live for the call; the
+            // key is closed on drop.
+            unsafe { open_key(ctx.get_raw(), name.as_ptr(), wanted as c_int & known) }
+        });
+        OpenKey {
+            key,
+            _ctx: PhantomData,
+        }
+    }
+
     fn key_type(&self) -> c_int {
         redis_api!(RedisModule_KeyType).map_or(raw::REDISMODULE_KEYTYPE_EMPTY as c_int, |f| {
             // SAFETY: `key` came from RedisModule_OpenKey (NULL is allowed).
@@ -56,6 +81,14 @@ impl<'ctx> ItemKey<'ctx> {
     pub fn open_read(ctx: &'ctx Context, name: &Arg) -> Self {
         ItemKey {
             key: OpenKey::open(ctx, name, raw::KeyMode::READ),
+        }
+    }
+
+    /// Opens for reading, as a walk of the keyspace does: the key does not
+    /// count as accessed (see `OpenKey::open_quietly`).
+    pub fn open_quietly(ctx: &'ctx Context, name: &Arg) -> Self {
+        ItemKey {
+            key: OpenKey::open_quietly(ctx, name),
         }
     }
 

@@ -142,13 +142,22 @@ impl Default for HoldBook {
 
 impl Clone for HoldBook {
     fn clone(&self) -> HoldBook {
+        let by_deadline = self.by_deadline.clone();
+        let holders = self.holders.clone();
+        // A cloned vector has room for what it holds and no more: the
+        // copy's bytes are counted anew, not taken from the original.
+        let maps_heap = by_deadline
+            .values()
+            .map(|bucket| bucket.holds.heap())
+            .chain(holders.values().map(|holder| holder.holds.heap()))
+            .sum();
         HoldBook {
-            by_deadline: self.by_deadline.clone(),
-            holders: self.holders.clone(),
+            by_deadline,
+            holders,
             emptied: self.emptied.clone(),
             len: self.len,
             first: self.first,
-            maps_heap: self.maps_heap,
+            maps_heap,
             cursor: Mutex::new(*self.cursor()),
         }
     }

@@ -143,6 +143,24 @@ fn the_book_gives_its_memory_back_as_holds_end() {
 }
 
 #[test]
+fn a_copy_counts_its_own_memory_and_gives_it_back_as_its_holds_end() {
+    let mut book = HoldBook::default();
+    let units = |_| 10;
+    // Maps grown past their contents: a copy holds less than the original.
+    for handle in 0..3u32 {
+        book.insert((100, handle), 1, 7, units);
+    }
+    book.remove(&(100, 2), units);
+    let mut copy = book.clone();
+    assert!(copy.heap_usage() <= book.heap_usage());
+    for handle in 0..2u32 {
+        assert_eq!(copy.remove(&(100, handle), units), Some(1));
+    }
+    assert_eq!((copy.maps_heap, copy.heap_usage()), (0, 0));
+    assert_eq!(book.len(), 2);
+}
+
+#[test]
 fn a_buyer_s_holds_are_found_by_buyer_and_moment() {
     let mut book = HoldBook::default();
     let units = |_| 10;
