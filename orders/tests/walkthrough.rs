@@ -55,19 +55,25 @@ fn trimmed(text: &str) -> Vec<String> {
     lines
 }
 
-fn psql(pg: &Postgres, database: &str, statements: &[&str]) -> String {
+/// What psql prints for `statements`, or its error.
+fn try_psql(pg: &Postgres, database: &str, statements: &[&str]) -> Result<String, String> {
     let mut command = pg.client_tool("psql");
     command.args(["-X", "-d", database]);
     for statement in statements {
         command.args(["-c", statement]);
     }
     let output = command.output().expect("psql");
-    assert!(
-        output.status.success(),
-        "psql {statements:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    if !output.status.success() {
+        return Err(format!(
+            "psql {statements:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn psql(pg: &Postgres, database: &str, statements: &[&str]) -> String {
+    try_psql(pg, database, statements).unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The consumer, stopped when the test ends, failed or not.
@@ -155,7 +161,11 @@ fn the_five_minute_walkthrough_gives_the_rows_it_shows() {
             let log = std::fs::read_to_string(server.dir().join("consumer.log"));
             panic!("the consumer exited ({status}): {log:?}");
         }
-        let rows = trimmed(&psql(&pg, "shop", &[query]));
+        // The table exists once the consumer has connected.
+        let rows = match try_psql(&pg, "shop", &[query]) {
+            Ok(rows) => trimmed(&rows),
+            Err(err) => vec![err],
+        };
         if rows == shown || Instant::now() > until {
             break rows;
         }
