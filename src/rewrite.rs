@@ -8,55 +8,91 @@
 //! only numbers and keywords become new strings.
 
 use crate::server::notify::ReplicaArg;
-use crate::server::Arg;
+use crate::server::{Arg, Keyword};
 use std::ffi::CStr;
+
+// The keywords rewrites add, each one string kept for every call.
+pub static ID: Keyword = Keyword::new(c"ID");
+pub static HOLDUNTIL: Keyword = Keyword::new(c"HOLDUNTIL");
+pub static AT: Keyword = Keyword::new(c"AT");
+pub static PXAT: Keyword = Keyword::new(c"PXAT");
+pub static TO: Keyword = Keyword::new(c"TO");
+pub static TAKEN: Keyword = Keyword::new(c"TAKEN");
 
 /// A command to replicate, built argument by argument.
 pub struct Rewrite<'a> {
     command: &'static CStr,
-    args: Vec<ReplicaArg<'a>>,
+    /// The arguments while they fit, in place: a DEDUCT with a hold and a
+    /// lapse moment does, and it is on a flash sale's hot path (every
+    /// relative hold). A longer command moves them all to `spilled`.
+    inline: [ReplicaArg<'a>; INLINE],
+    len: usize,
+    spilled: Vec<ReplicaArg<'a>>,
 }
+
+/// Arguments a rewrite keeps in place.
+const INLINE: usize = 10;
 
 impl<'a> Rewrite<'a> {
     /// An empty `command`, to which arguments are added in order.
     pub fn of(command: &'static CStr) -> Rewrite<'a> {
         Rewrite {
             command,
-            // Room for a DEDUCT with a hold and a lapse moment.
-            args: Vec::with_capacity(10),
+            inline: [ReplicaArg::Number(0); INLINE],
+            len: 0,
+            spilled: Vec::new(),
         }
     }
 
     /// Adds one of the call's own arguments, as the server passed it.
     pub fn string(&mut self, arg: &'a Arg<'a>) -> &mut Rewrite<'a> {
-        self.args.push(ReplicaArg::String(arg));
-        self
+        self.push(ReplicaArg::String(arg))
     }
 
-    /// Adds `bytes`, e.g. a keyword.
+    /// Adds `bytes`.
     pub fn arg(&mut self, bytes: &'a [u8]) -> &mut Rewrite<'a> {
-        self.args.push(ReplicaArg::Bytes(bytes));
-        self
+        self.push(ReplicaArg::Bytes(bytes))
+    }
+
+    /// Adds `keyword`.
+    pub fn keyword(&mut self, keyword: &'static Keyword) -> &mut Rewrite<'a> {
+        self.push(ReplicaArg::Keyword(keyword))
     }
 
     /// Adds `number` in decimal, as a client would send it.
     pub fn number(&mut self, number: i64) -> &mut Rewrite<'a> {
-        self.args.push(ReplicaArg::Number(number));
-        self
+        self.push(ReplicaArg::Number(number))
     }
 
     /// Adds `option` and its numeric value.
-    pub fn option(&mut self, option: &'a [u8], value: i64) -> &mut Rewrite<'a> {
-        self.arg(option).number(value)
+    pub fn option(&mut self, option: &'static Keyword, value: i64) -> &mut Rewrite<'a> {
+        self.keyword(option).number(value)
     }
 
     pub fn command(&self) -> &'static CStr {
         self.command
     }
 
+    fn push(&mut self, arg: ReplicaArg<'a>) -> &mut Rewrite<'a> {
+        if self.spilled.is_empty() && self.len < INLINE {
+            self.inline[self.len] = arg;
+            self.len += 1;
+        } else {
+            if self.spilled.is_empty() {
+                self.spilled.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.spilled.push(arg);
+        }
+        self
+    }
+
     /// The arguments, in the order they were added.
     pub fn args(&self) -> &[ReplicaArg<'a>] {
-        &self.args
+        if self.spilled.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spilled
+        }
     }
 }
 
@@ -72,6 +108,9 @@ mod tests {
             .map(|arg| match arg {
                 ReplicaArg::String(_) => "<string>".to_owned(),
                 ReplicaArg::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                ReplicaArg::Keyword(keyword) => {
+                    String::from_utf8_lossy(keyword.text()).into_owned()
+                }
                 ReplicaArg::Number(number) => number.to_string(),
             })
             .collect()
@@ -84,7 +123,7 @@ mod tests {
             .arg(b"item")
             .arg(b"")
             .number(-42)
-            .option(b"HOLDUNTIL", i64::MAX)
+            .option(&super::HOLDUNTIL, i64::MAX)
             .arg(b"with space");
         assert_eq!(rewrite.command(), c"SECKILL.DEDUCT");
         assert_eq!(
@@ -98,6 +137,16 @@ mod tests {
                 "with space"
             ]
         );
+    }
+
+    #[test]
+    fn a_rewrite_longer_than_its_room_keeps_every_argument_in_order() {
+        let mut rewrite = Rewrite::of(c"SECKILL.INIT");
+        for number in 0..25 {
+            rewrite.number(number);
+        }
+        let expected: Vec<String> = (0..25).map(|number: i64| number.to_string()).collect();
+        assert_eq!(shown(&rewrite), expected);
     }
 
     #[test]

@@ -47,8 +47,10 @@ pub enum Effect<'a> {
     /// The command as the client sent it: its outcome does not depend on
     /// anything a replica could see differently.
     Verbatim,
-    /// This command instead, e.g. with a clock reading made absolute.
-    Rewritten(Rewrite<'a>),
+    /// This command instead, e.g. with a clock reading made absolute. The
+    /// rewrite lives in the command's frame: a decision is moved on its way
+    /// to being applied, and a rewrite in place is some 300 bytes.
+    Rewritten(&'a Rewrite<'a>),
 }
 
 /// What a write decided, once judged.

@@ -5,7 +5,7 @@ use super::transfers::receive_transfer;
 use super::*;
 use crate::hash_slot::key_slot;
 use crate::order_stream;
-use crate::rewrite::Rewrite;
+use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, SaleItem, Stock, StreamSetting, Verdict, Window, UNLIMITED_STOCK};
 use crate::server::{now_ms, Arg, ItemKey};
 use crate::write::{master_decided, publish, write_item, Effect, Judgement, Published};
@@ -197,11 +197,12 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
             ctx.log_warning("seckill: could not set the expiry of a new item");
         }
     }
+    let mut rewrite_slot = None;
     let effect = match (options.expiry, expire_at) {
         // A relative expiry read the clock: send the deadline it reached.
         (Some(Expiry::In(_)), Some(unix_ms)) => {
             // The command as sent, with EX or PX replaced by PXAT.
-            let mut rewrite = Rewrite::of(c"SECKILL.INIT");
+            let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.INIT"));
             rewrite.string(name).string(stock_arg);
             // Every option but REPLACE takes a value, as parsed above.
             let mut rest = options_args.iter();
@@ -211,7 +212,7 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                     continue;
                 }
                 if option.is_keyword("EX") || option.is_keyword("PX") {
-                    rewrite.option(b"PXAT", unix_ms);
+                    rewrite.option(&rewrite::PXAT, unix_ms);
                     rest.next();
                 } else {
                     rewrite.string(option);

@@ -1,7 +1,7 @@
 //! Sales and holds: DEDUCT, CONFIRM, RELEASE, REFUND.
 
 use super::*;
-use crate::rewrite::Rewrite;
+use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
 use crate::server::{now_ms, Arg};
 use crate::stats;
@@ -19,6 +19,8 @@ enum Hold {
 
 struct DeductOptions<'a> {
     request_id: Option<&'a [u8]>,
+    /// The request id as the server passed it, to replicate as it is.
+    request_arg: Option<&'a Arg<'a>>,
     hold: Option<Hold>,
     /// AT unix-ms: the moment the master judged the call at. Only its
     /// master or the AOF sends it, so that a replica records the reply the
@@ -30,27 +32,32 @@ impl<'a> DeductOptions<'a> {
     fn parse(args: &'a [Arg], from_master: impl Fn() -> bool) -> Result<Self, RedisError> {
         let mut options = DeductOptions {
             request_id: None,
+            request_arg: None,
             hold: None,
             decided_at: None,
         };
         let mut args = args.iter();
         while let Some(option) = args.next() {
             let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
-            if option.is_keyword("ID") && options.request_id.is_none() {
+            // The option's bytes are read once, not once per keyword tried.
+            let option = option.as_bytes();
+            let is = |keyword: &[u8]| option.eq_ignore_ascii_case(keyword);
+            if is(b"ID") && options.request_id.is_none() {
                 options.request_id = Some(id(value, ERR_BAD_REQUEST)?);
-            } else if option.is_keyword("HOLD") && options.hold.is_none() {
+                options.request_arg = Some(value);
+            } else if is(b"HOLD") && options.hold.is_none() {
                 let millis = integer(value)?
                     .checked_mul(1000)
                     .filter(|millis| *millis > 0)
                     .ok_or(RedisError::Str(ERR_BAD_HOLD))?;
                 options.hold = Some(Hold::For(millis));
-            } else if option.is_keyword("HOLDUNTIL") && options.hold.is_none() {
+            } else if is(b"HOLDUNTIL") && options.hold.is_none() {
                 let unix_ms = integer(value)?;
                 if unix_ms <= 0 {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
-            } else if option.is_keyword("AT") && options.decided_at.is_none() && from_master() {
+            } else if is(b"AT") && options.decided_at.is_none() && from_master() {
                 options.decided_at = Some(integer(value)?);
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));
@@ -71,7 +78,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let user = id(user_arg, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
-    let judge = |item: &SaleItem, moment: Moment| {
+    let mut rewrite_slot = None;
+    let rewrite_slot = &mut rewrite_slot;
+    let judge = move |item: &SaleItem, moment: Moment| {
+        // Moved in whole, so that the rewrite outlives the call.
+        let rewrite_slot = rewrite_slot;
         check_configured_id_length(ctx, item, user, options.request_id)?;
         let relative_hold = matches!(options.hold, Some(Hold::For(_)));
         // Where this server applies its master's call as sent, it reads no
@@ -132,15 +143,15 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         let mut sent_at = options.decided_at;
         let effect = match moment.now() {
             Some(now) if !as_sent => {
-                let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
+                let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.DEDUCT"));
                 rewrite.string(name).string(user_arg).string(qty_arg);
-                if let Some(request_id) = options.request_id {
-                    rewrite.arg(b"ID").arg(request_id);
+                if let Some(request_arg) = options.request_arg {
+                    rewrite.keyword(&rewrite::ID).string(request_arg);
                 }
                 if let Some(unix_ms) = hold_until {
-                    rewrite.option(b"HOLDUNTIL", unix_ms);
+                    rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
                 }
-                rewrite.option(b"AT", now);
+                rewrite.option(&rewrite::AT, now);
                 sent_at = Some(now);
                 Effect::Rewritten(rewrite)
             }

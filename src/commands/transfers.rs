@@ -2,7 +2,7 @@
 //! (receiving), SETTLE, TRANSFERS.
 
 use super::*;
-use crate::rewrite::Rewrite;
+use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
 use crate::server::{Arg, ItemKey};
 use crate::write::{master_decided, write_item, Decision, Effect, Judgement};
@@ -18,10 +18,12 @@ pub(super) fn receive_transfer(
     transfer_id: &[u8],
     decided_at: Option<i64>,
 ) -> RedisResult {
+    let mut rewrite_slot = None;
+    let rewrite_slot = &mut rewrite_slot;
     write_item(
         ctx,
         name,
-        |item, moment| {
+        move |item, moment| {
             let moment = moment.or_decided(decided_at);
             let change = match item.judge_transfer_in(transfer_id, qty, moment)? {
                 Verdict::Answer(reply) => return Ok(Judgement::Answer(RedisValue::Integer(reply))),
@@ -32,13 +34,13 @@ pub(super) fn receive_transfer(
             let Some(now) = judged_with_lapses(item, moment) else {
                 return Ok(Judgement::Decide(verbatim(change, c"seckill.add", moment)));
             };
-            let mut rewrite = Rewrite::of(c"SECKILL.ADD");
+            let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.ADD"));
             rewrite
                 .string(name)
                 .number(qty)
-                .arg(b"ID")
+                .keyword(&rewrite::ID)
                 .arg(transfer_id)
-                .option(b"AT", now);
+                .option(&rewrite::AT, now);
             Ok(Judgement::Decide(Decision {
                 change,
                 effect: Effect::Rewritten(rewrite),
@@ -88,10 +90,12 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
         destination,
         decided,
     };
+    let mut rewrite_slot = None;
+    let rewrite_slot = &mut rewrite_slot;
     write_item(
         ctx,
         name,
-        |item, moment| {
+        move |item, moment| {
             let change = match item.judge_take(take)? {
                 Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
                 Verdict::Change(change) => change,
@@ -99,16 +103,16 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
             let Change::Take { taken, .. } = change else {
                 return Ok(Judgement::Answer(RedisValue::Integer(0)));
             };
-            let mut rewrite = Rewrite::of(c"SECKILL.TAKE");
+            let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.TAKE"));
             rewrite
                 .string(name)
                 .string(qty_arg)
-                .arg(b"ID")
+                .keyword(&rewrite::ID)
                 .arg(transfer_id);
             if let Some(destination) = destination {
-                rewrite.arg(b"TO").arg(destination);
+                rewrite.keyword(&rewrite::TO).arg(destination);
             }
-            rewrite.option(b"TAKEN", taken);
+            rewrite.option(&rewrite::TAKEN, taken);
             Ok(Judgement::Decide(Decision {
                 change,
                 effect: Effect::Rewritten(rewrite),

@@ -504,7 +504,13 @@ impl SaleItem {
         // may have released some of this buyer's lapsed holds since. Units
         // before the hold, so that the book never sees more held than the
         // buyer has (which would make it look for when the buyer empties).
-        ledger.add_units(&mut buyer, order.qty);
+        let holds = order.hold_until.is_some() && order.request_id.is_some();
+        if holds {
+            ledger.add_units_to_hold(&mut buyer, order.qty);
+        } else {
+            ledger.add_units(&mut buyer, order.qty);
+        }
+        let mut held = false;
         if let (Some(id), Some(hash)) = (order.request_id, request_hash) {
             let request = NewRequest {
                 qty: order.qty,
@@ -520,8 +526,12 @@ impl SaleItem {
                 if order.hold_until.is_some() {
                     ledger.add_hold((request.deadline, handle), order.qty, buyer.handle());
                     ledger.held = ledger.held.saturating_add(order.qty);
+                    held = true;
                 }
             }
+        }
+        if holds && !held {
+            ledger.held_units_untold(&buyer);
         }
         if let Stock::Limited(units) = self.stock {
             // The settle plan released enough for this: never below zero.

@@ -51,4 +51,4 @@ pub(crate) use entry::entry_point;
 pub use entry::EntryPoint;
 pub use key::{ItemKey, StreamKey, WrongType};
 pub use notify::signal_modified;
-pub use string::{OwnedString, Strings};
+pub use string::{Keyword, OwnedString, Strings};

@@ -2,8 +2,9 @@
 //! events, WATCH and client tracking, blocked readers, and the replication
 //! stream where the crate's own `Context::replicate` does not reach.
 
-use super::{Arg, OwnedString, Strings};
+use super::{Arg, Keyword, OwnedString, Strings};
 use redis_module::{raw, Context, NotifyEvent};
+use smallvec::SmallVec;
 use std::ffi::CStr;
 use std::os::raw::c_longlong;
 
@@ -89,11 +90,14 @@ pub fn replicate_verbatim(ctx: &Context) {
 }
 
 /// One argument of a command to replicate.
+#[derive(Clone, Copy)]
 pub enum ReplicaArg<'a> {
     /// A string the server lent the module (one of the call's own
     /// arguments): passed as it is, no copy made.
     String(&'a Arg<'a>),
     Bytes(&'a [u8]),
+    /// A keyword, as one string kept for all calls.
+    Keyword(&'static Keyword),
     Number(i64),
 }
 
@@ -105,8 +109,11 @@ pub fn replicate(ctx: &Context, command: &CStr, args: &[ReplicaArg]) {
     let Some(replicate) = redis_api!(RedisModule_Replicate) else {
         return;
     };
-    let mut made: Vec<OwnedString> = Vec::with_capacity(args.len());
-    let mut strings: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len());
+    // On the stack for the commands the module rewrites; the strings made
+    // are freed when `made` goes, after the call.
+    let mut made: SmallVec<[OwnedString; 4]> = SmallVec::new();
+    let mut strings: SmallVec<[*mut raw::RedisModuleString; 12]> =
+        SmallVec::with_capacity(args.len());
     for arg in args {
         let made_of = |bytes: &[u8]| OwnedString::new(ctx, bytes);
         let owned = match arg {
@@ -115,6 +122,13 @@ pub fn replicate(ctx: &Context, command: &CStr, args: &[ReplicaArg]) {
                 continue;
             }
             ReplicaArg::Bytes(bytes) => made_of(bytes),
+            ReplicaArg::Keyword(keyword) => match keyword.string() {
+                Some(string) => {
+                    strings.push(string);
+                    continue;
+                }
+                None => return,
+            },
             ReplicaArg::Number(number) => {
                 redis_api!(RedisModule_CreateStringFromLongLong).map(|create| {
                     // SAFETY: a new string the module owns, freed in `ctx`

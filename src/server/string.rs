@@ -2,7 +2,9 @@
 
 use super::Arg;
 use redis_module::{raw, Context};
+use std::ffi::CStr;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 /// Makes a Redis string of `bytes` in `ctx`, which frees it later.
 fn create(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> Option<*mut raw::RedisModuleString> {
@@ -111,5 +113,46 @@ impl Drop for Strings<'_> {
             // `self`, and the server copies what it keeps of them.
             unsafe { free(self.ctx, string) };
         }
+    }
+}
+
+/// A keyword replicated often (`ID`, `HOLDUNTIL`, `AT` of a rewritten
+/// DEDUCT): one Redis string made on first use and kept for the life of
+/// the process, lent to every command that replicates it. Making and
+/// freeing one per call cost a rewritten hold a tenth of its time.
+pub struct Keyword {
+    text: &'static CStr,
+    string: OnceLock<KeptString>,
+}
+
+/// A string made with no context, never freed.
+struct KeptString(*mut raw::RedisModuleString);
+
+// SAFETY: made and used only on the server's main thread, which runs the
+// commands that replicate it; the pointer is never freed, so it stays
+// valid wherever it is read from.
+unsafe impl Send for KeptString {}
+// SAFETY: as above.
+unsafe impl Sync for KeptString {}
+
+impl Keyword {
+    pub const fn new(text: &'static CStr) -> Keyword {
+        Keyword {
+            text,
+            string: OnceLock::new(),
+        }
+    }
+
+    pub fn text(&self) -> &'static [u8] {
+        self.text.to_bytes()
+    }
+
+    /// The keyword's string, or `None` if the server cannot make strings.
+    pub fn string(&self) -> Option<*mut raw::RedisModuleString> {
+        if let Some(kept) = self.string.get() {
+            return Some(kept.0);
+        }
+        let made = create(std::ptr::null_mut(), self.text())?;
+        Some(self.string.get_or_init(|| KeptString(made)).0)
     }
 }

@@ -239,6 +239,9 @@ impl Ledger {
         // holds of this buyer since it was found.
         let before = self.buyer_units(buyer.name);
         self.write_units(buyer, before, units);
+        if before != units {
+            self.holds.units_changed(buyer.name, units);
+        }
     }
 
     /// Adds `qty` to the units of `buyer`'s record (`set_units` of the
@@ -247,9 +250,29 @@ impl Ledger {
     pub fn add_units(&mut self, buyer: &mut Buyer, qty: i64) {
         let before = self.buyer_units(buyer.name);
         self.write_units(buyer, before, before.saturating_add(qty));
+        if before != buyer.units {
+            self.holds.units_changed(buyer.name, buyer.units);
+        }
     }
 
-    /// Writes `units` to `buyer`'s record, which held `before`.
+    /// `add_units` for a purchase that holds its units: the hold book
+    /// learns of the units and the hold together, in `add_hold`, which
+    /// must follow (or `held_units_untold`, should the hold not be made).
+    /// Told apart, it moved the buyer's moment of emptying twice per hold.
+    #[inline]
+    pub fn add_units_to_hold(&mut self, buyer: &mut Buyer, qty: i64) {
+        let before = self.buyer_units(buyer.name);
+        self.write_units(buyer, before, before.saturating_add(qty));
+    }
+
+    /// Tells the hold book the units `add_units_to_hold` wrote, when no
+    /// hold followed.
+    pub fn held_units_untold(&mut self, buyer: &Buyer) {
+        self.holds.units_changed(buyer.name, buyer.units);
+    }
+
+    /// Writes `units` to `buyer`'s record, which held `before`; the hold
+    /// book is told by the caller.
     #[inline]
     fn write_units(&mut self, buyer: &mut Buyer, before: i64, units: i64) {
         match (before > 0, units > 0) {
@@ -263,9 +286,6 @@ impl Ledger {
             bytes.copy_from_slice(&units.to_le_bytes());
         }
         buyer.units = units;
-        if before != units {
-            self.holds.units_changed(buyer.name, units);
-        }
     }
 
     /// Adds a buyer holding `units`; `hash` comes from `find_buyer`.

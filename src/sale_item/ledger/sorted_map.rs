@@ -1,35 +1,84 @@
 //! A map kept in key order that stays a sorted vector while small, and the
 //! hold book's estimate of what its allocations take.
 
-use std::collections::{btree_map, BTreeMap};
-use std::ops::Bound::{Excluded, Unbounded};
+use std::collections::BTreeMap;
+use std::ops::Bound::{Included, Unbounded};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A map in key order that is a sorted vector while it has at most `SMALL`
-/// entries, and a B-tree past that. Keys mostly come in order (deadlines
-/// of relative holds, handles of new records), so the vector takes a new
-/// one at its end with no search; the tree bounds what a removal from the
-/// middle of a big one costs.
+/// entries, and sorted runs of entries past that. Keys mostly come in order
+/// (deadlines of relative holds, handles of new records), so a new one goes
+/// at the end of the last vector or run with no search: a buyer placing
+/// hold after hold pays the same for the thousandth as for the first, where
+/// a B-tree of its holds cost a search of comparisons on every one. The
+/// runs bound what a key added or removed in the middle of a big map moves.
 #[derive(Clone, Debug)]
 pub(super) enum SortedMap<K, V, const SMALL: usize> {
     Small(Vec<(K, V)>),
-    Large(BTreeMap<K, V>),
+    Large(Runs<K, V>),
+}
+
+/// Entries in sorted runs of at most `run` (see `run_len`), each run
+/// filed in a B-tree under a key no greater than its first entry's and
+/// greater than every entry of the runs before it.
+#[derive(Clone, Debug)]
+pub(super) struct Runs<K, V> {
+    runs: BTreeMap<K, Vec<(K, V)>>,
+    len: usize,
+}
+
+/// Entries a run holds at most: every run is allocated this many, so that
+/// what the map holds is counted from the number of runs alone.
+const fn run_len(small: usize) -> usize {
+    if cfg!(test) {
+        3
+    } else if small > 64 {
+        small
+    } else {
+        64
+    }
 }
 
 /// Entries of a `SortedMap`, in key order.
 #[derive(Clone)]
 pub(super) enum Entries<'a, K, V> {
     Small(std::slice::Iter<'a, (K, V)>),
-    Large(btree_map::Range<'a, K, V>),
+    Large {
+        runs: std::collections::btree_map::Range<'a, K, Vec<(K, V)>>,
+        run: std::slice::Iter<'a, (K, V)>,
+        /// Entries with keys at most this are skipped (the first run of
+        /// `after`).
+        after: Option<K>,
+        /// Entries with keys past this end the walk (the last run of
+        /// `up_to`).
+        up_to: Option<K>,
+    },
 }
 
-impl<K: Copy, V: Copy> Iterator for Entries<'_, K, V> {
+impl<K: Ord + Copy, V: Copy> Iterator for Entries<'_, K, V> {
     type Item = (K, V);
 
     fn next(&mut self) -> Option<(K, V)> {
         match self {
             Entries::Small(entries) => entries.next().copied(),
-            Entries::Large(entries) => entries.next().map(|(key, value)| (*key, *value)),
+            Entries::Large {
+                runs,
+                run,
+                after,
+                up_to,
+            } => loop {
+                let Some(&(key, value)) = run.next() else {
+                    *run = runs.next()?.1.iter();
+                    continue;
+                };
+                if after.is_some_and(|after| key <= after) {
+                    continue;
+                }
+                if up_to.is_some_and(|up_to| key > up_to) {
+                    return None;
+                }
+                return Some((key, value));
+            },
         }
     }
 }
@@ -42,7 +91,121 @@ pub(super) const fn tree_entry<K, V>() -> usize {
     (std::mem::size_of::<K>() + std::mem::size_of::<V>()) * 21 / 10
 }
 
+impl<K: Ord + Copy, V: Copy> Runs<K, V> {
+    /// A run with room for `run` entries, and no more.
+    fn new_run(run: usize) -> Vec<(K, V)> {
+        Vec::with_capacity(run)
+    }
+
+    /// `entries`, in key order, cut into runs of `run`.
+    fn of(entries: Vec<(K, V)>, run: usize) -> Runs<K, V> {
+        let len = entries.len();
+        let mut runs = BTreeMap::new();
+        for chunk in entries.chunks(run) {
+            let mut filed = Runs::new_run(run);
+            filed.extend_from_slice(chunk);
+            runs.insert(chunk[0].0, filed);
+        }
+        Runs { runs, len }
+    }
+
+    /// The run `key` belongs in, with the key it is filed under.
+    fn run_of(&self, key: &K) -> Option<(&K, &Vec<(K, V)>)> {
+        self.runs.range(..=*key).next_back()
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        let (_, run) = self.run_of(key)?;
+        run.binary_search_by(|(at, _)| at.cmp(key))
+            .ok()
+            .map(|index| run[index].1)
+    }
+
+    fn insert(&mut self, key: K, value: V, run_len: usize) -> Option<V> {
+        // The usual case: a key after every other, at the end of the last
+        // run, or in a new one after it.
+        if let Some(mut last) = self.runs.last_entry() {
+            let run = last.get_mut();
+            if run.last().is_some_and(|(at, _)| *at < key) {
+                if run.len() < run_len {
+                    run.push((key, value));
+                } else {
+                    let mut next = Runs::new_run(run_len);
+                    next.push((key, value));
+                    self.runs.insert(key, next);
+                }
+                self.len += 1;
+                return None;
+            }
+        }
+        let Some((_, run)) = self.runs.range_mut(..=key).next_back() else {
+            // Before every run: the first (or a new one) takes it at its
+            // start and is filed anew under `key`.
+            let mut first = match self.runs.pop_first() {
+                Some((_, run)) => run,
+                None => Runs::new_run(run_len),
+            };
+            self.len += 1;
+            let upper = Runs::insert_at(&mut first, 0, (key, value), run_len);
+            self.runs.insert(key, first);
+            if let Some(upper) = upper {
+                self.runs.insert(upper[0].0, upper);
+            }
+            return None;
+        };
+        let at = match run.binary_search_by(|(at, _)| at.cmp(&key)) {
+            Ok(index) => return Some(std::mem::replace(&mut run[index].1, value)),
+            Err(index) => index,
+        };
+        self.len += 1;
+        if let Some(upper) = Runs::insert_at(run, at, (key, value), run_len) {
+            self.runs.insert(upper[0].0, upper);
+        }
+        None
+    }
+
+    /// Puts `entry` at `at` in `run`; a full run splits in two halves,
+    /// each with a run's room, and the upper one is returned to be filed.
+    fn insert_at(
+        run: &mut Vec<(K, V)>,
+        at: usize,
+        entry: (K, V),
+        run_len: usize,
+    ) -> Option<Vec<(K, V)>> {
+        if run.len() < run_len {
+            run.insert(at, entry);
+            return None;
+        }
+        let half = run_len / 2;
+        let mut upper = Runs::new_run(run_len);
+        upper.extend(run.drain(half..));
+        if at <= half {
+            run.insert(at, entry);
+        } else {
+            upper.insert(at - half, entry);
+        }
+        Some(upper)
+    }
+
+    fn remove(&mut self, key: &K) -> Option<V> {
+        let (&filed, run) = self.runs.range_mut(..=*key).next_back()?;
+        let index = run.binary_search_by(|(at, _)| at.cmp(key)).ok()?;
+        let (_, value) = run.remove(index);
+        if run.is_empty() {
+            self.runs.remove(&filed);
+        }
+        self.len -= 1;
+        Some(value)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (K, V)> + '_ {
+        self.runs.values().flatten().copied()
+    }
+}
+
 impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
+    const RUN: usize = run_len(SMALL);
+
     pub(super) const fn new() -> Self {
         SortedMap::Small(Vec::new())
     }
@@ -50,7 +213,7 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
     pub(super) fn len(&self) -> usize {
         match self {
             SortedMap::Small(entries) => entries.len(),
-            SortedMap::Large(tree) => tree.len(),
+            SortedMap::Large(runs) => runs.len,
         }
     }
 
@@ -60,14 +223,14 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
                 .binary_search_by(|(at, _)| at.cmp(key))
                 .ok()
                 .map(|index| entries[index].1),
-            SortedMap::Large(tree) => tree.get(key).copied(),
+            SortedMap::Large(runs) => runs.get(key),
         }
     }
 
     /// Adds `key`; the value it had, if it was there (then replaced).
     pub(super) fn insert(&mut self, key: K, value: V) -> Option<V> {
         let entries = match self {
-            SortedMap::Large(tree) => return tree.insert(key, value),
+            SortedMap::Large(runs) => return runs.insert(key, value, Self::RUN),
             SortedMap::Small(entries) => entries,
         };
         let at = match entries.last() {
@@ -86,9 +249,8 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
             }
             entries.insert(at, (key, value));
         } else {
-            let mut tree: BTreeMap<K, V> = entries.drain(..).collect();
-            tree.insert(key, value);
-            *self = SortedMap::Large(tree);
+            entries.insert(at, (key, value));
+            *self = SortedMap::Large(Runs::of(std::mem::take(entries), Self::RUN));
         }
         None
     }
@@ -100,12 +262,12 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
                 let index = entries.binary_search_by(|(at, _)| at.cmp(key)).ok()?;
                 Some(entries.remove(index).1)
             }
-            SortedMap::Large(tree) => {
-                let value = tree.remove(key)?;
+            SortedMap::Large(runs) => {
+                let value = runs.remove(key)?;
                 // Back to a vector well below the threshold, so that one
                 // key coming and going there does not convert each time.
-                if tree.len() <= SMALL / 4 {
-                    *self = SortedMap::Small(tree.iter().map(|(k, v)| (*k, *v)).collect());
+                if runs.len <= SMALL / 4 {
+                    *self = SortedMap::Small(runs.entries().collect());
                 }
                 Some(value)
             }
@@ -115,14 +277,23 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
     pub(super) fn last_key(&self) -> Option<K> {
         match self {
             SortedMap::Small(entries) => entries.last().map(|(key, _)| *key),
-            SortedMap::Large(tree) => tree.last_key_value().map(|(key, _)| *key),
+            SortedMap::Large(runs) => runs
+                .runs
+                .last_key_value()
+                .and_then(|(_, run)| run.last())
+                .map(|(key, _)| *key),
         }
     }
 
     pub(super) fn iter(&self) -> Entries<'_, K, V> {
         match self {
             SortedMap::Small(entries) => Entries::Small(entries.iter()),
-            SortedMap::Large(tree) => Entries::Large(tree.range(..)),
+            SortedMap::Large(runs) => Entries::Large {
+                runs: runs.runs.range(..),
+                run: [].iter(),
+                after: None,
+                up_to: None,
+            },
         }
     }
 
@@ -133,7 +304,12 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
                 let end = entries.partition_point(|(at, _)| *at <= key);
                 Entries::Small(entries[..end].iter())
             }
-            SortedMap::Large(tree) => Entries::Large(tree.range(..=key)),
+            SortedMap::Large(runs) => Entries::Large {
+                runs: runs.runs.range(..=key),
+                run: [].iter(),
+                after: None,
+                up_to: Some(key),
+            },
         }
     }
 
@@ -144,7 +320,17 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
                 let start = entries.partition_point(|(at, _)| *at <= key);
                 Entries::Small(entries[start..].iter())
             }
-            SortedMap::Large(tree) => Entries::Large(tree.range((Excluded(key), Unbounded))),
+            SortedMap::Large(runs) => Entries::Large {
+                // From the run `key` is in, skipping what in it is not
+                // after `key`.
+                runs: match runs.run_of(&key) {
+                    Some((filed, _)) => runs.runs.range((Included(*filed), Unbounded)),
+                    None => runs.runs.range(..),
+                },
+                run: [].iter(),
+                after: Some(key),
+                up_to: None,
+            },
         }
     }
 
@@ -154,7 +340,11 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
             SortedMap::Small(entries) => {
                 allocated(entries.capacity() * std::mem::size_of::<(K, V)>())
             }
-            SortedMap::Large(tree) => tree.len() * tree_entry::<K, V>(),
+            SortedMap::Large(runs) => {
+                runs.runs.len()
+                    * (allocated(Self::RUN * std::mem::size_of::<(K, V)>())
+                        + tree_entry::<K, Vec<(K, V)>>())
+            }
         }
     }
 }
@@ -194,22 +384,36 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// A sorted map answers as a B-tree does, small or grown into one
-        /// and back.
+        /// A sorted map answers as a B-tree does, small or grown into runs
+        /// (of three entries under test, split and emptied as keys come and
+        /// go) and back.
         #[test]
         fn a_sorted_map_answers_as_a_btree(
-            steps in proptest::collection::vec((any::<bool>(), 0u8..24, 0u8..24), 1..120)
+            steps in proptest::collection::vec((0u8..3, 0u8..48, 0u8..48), 1..300)
         ) {
             let mut map: SortedMap<u8, u32, 6> = SortedMap::new();
             let mut model: BTreeMap<u8, u32> = BTreeMap::new();
-            for (n, (adds, key, probe)) in steps.into_iter().enumerate() {
+            for (n, (step, key, probe)) in steps.into_iter().enumerate() {
                 let value = n as u32;
-                if adds {
+                // Adds twice as often as it removes, so that the map grows
+                // past its small size; now and then a key after all others.
+                let key = if step == 2 && n % 3 == 0 { 48 + n as u8 % 200 } else { key };
+                if step > 0 {
                     prop_assert_eq!(map.insert(key, value), model.insert(key, value));
                 } else {
                     prop_assert_eq!(map.remove(&key), model.remove(&key));
                 }
                 prop_assert_eq!(map.len(), model.len());
+                if let SortedMap::Large(runs) = &map {
+                    // Every run has room for a run and no more, holds at
+                    // least one entry, and is filed under a key at most its
+                    // first.
+                    for (filed, run) in &runs.runs {
+                        prop_assert!(!run.is_empty() && run.len() <= 3);
+                        prop_assert_eq!(run.capacity(), 3);
+                        prop_assert!(*filed <= run[0].0);
+                    }
+                }
                 prop_assert_eq!(map.get(&probe), model.get(&probe).copied());
                 prop_assert_eq!(map.last_key(), model.last_key_value().map(|(k, _)| *k));
                 let all: Vec<(u8, u32)> = model.iter().map(|(k, v)| (*k, *v)).collect();
