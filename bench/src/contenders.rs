@@ -87,11 +87,11 @@ pub const DECRBY: &str = "DECRBY (reference)";
 /// The success path's floor: one write that finds its user, as a hash of
 /// a field per buyer does.
 pub const HINCRBY: &str = "HINCRBY, a field per buyer (floor)";
-/// The sold-out path's floor: a module command that opens its key and
-/// replies (`bench/floor`).
 /// `SECKILL.DEDUCT` of the module of the baseline commit (`make bench`
 /// builds it: `BASELINE`, the previous commit unless told).
 pub const BASELINE: &str = "SECKILL.DEDUCT, the baseline commit's module";
+/// The sold-out path's floor: a module command that opens its key and
+/// replies `-1`, as a sold-out DEDUCT does (`bench/floor`).
 pub const FLOOR: &str = "module command, open key and reply (floor)";
 
 /// The floor module's path, beside seckill's, if it was built.

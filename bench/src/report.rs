@@ -859,7 +859,10 @@ impl Report {
             "## Targets\n\nEach path is judged against its floor, measured in the same run: the \
              success path against `HINCRBY` on a hash of a field per buyer (the native write \
              that finds its user), the sold-out path against a module command that only opens \
-             its key and replies (`bench/floor`). The first targets compared with `DECRBY` and \
+             its key and replies what a sold-out `DEDUCT` replies, `-1` (`bench/floor`; a \
+             negative integer is written out digit by digit, where 0 and 1 are shared \
+             replies, so a floor replying those would leave that cost on the module's side \
+             alone). The first targets compared with `DECRBY` and \
              `GET`, which neither look up a user nor pass through a module's dispatch, so they \
              measured what no module can avoid; they are gone. ",
         );
