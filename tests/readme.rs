@@ -129,25 +129,43 @@ fn make_run_twice_answers_the_first_transcript_both_times() {
     }
 }
 
-/// The README's Python code is the example service's own, which
-/// `make test` drives over HTTP (examples/python/test_shop.py).
+/// The README's code in each language is the example service's own, which
+/// `make test` drives over HTTP (examples/python/test_shop.py,
+/// examples/node/shop.test.js, examples/rust/tests/shop.rs). Lines are
+/// compared without their indentation: a handler shown alone sits
+/// further left than in its file.
 #[test]
-fn the_readme_s_python_code_is_the_example_service_s() {
+fn the_readme_s_code_is_the_example_services_code() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
-    let service = std::fs::read_to_string(root.join("examples/python/shop.py")).expect("shop.py");
-    let start = readme.find("```python\n").expect("a python block") + "```python\n".len();
-    let block = &readme[start..start + readme[start..].find("```").expect("its end")];
-    let code: String = block
-        .lines()
-        .filter(|line| !line.starts_with("# from examples/"))
-        .map(|line| format!("{line}\n"))
-        .collect();
-    assert!(code.lines().count() >= 8, "{code}");
-    assert!(
-        service.contains(&code),
-        "README's python block is not in shop.py:\n{code}"
-    );
+    let unindented = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|line| line.trim_start().to_owned())
+            .collect()
+    };
+    for (language, comment, service) in [
+        ("python", "# from ", "examples/python/shop.py"),
+        ("js", "// from ", "examples/node/shop.js"),
+        ("rust", "// from ", "examples/rust/src/lib.rs"),
+    ] {
+        let fence = format!("```{language}\n");
+        let start = readme.find(&fence).expect("a block per language") + fence.len();
+        let block = &readme[start..start + readme[start..].find("```").expect("its end")];
+        let (first, code) = block.split_once('\n').expect("a block of lines");
+        assert!(
+            first.starts_with(&format!("{comment}{service}")),
+            "the {language} block names its source first: {first}"
+        );
+        let code = unindented(code);
+        assert!(code.len() >= 8, "{language}: {code:?}");
+        let source = std::fs::read_to_string(root.join(service)).expect(service);
+        let source = unindented(&source);
+        assert!(
+            source.windows(code.len()).any(|window| window == code),
+            "README's {language} block is not in {service}:\n{}",
+            code.join("\n")
+        );
+    }
 }
 
 #[test]

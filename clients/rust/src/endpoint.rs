@@ -129,8 +129,9 @@ pub enum Endpoint {
         shown: String,
     },
     Sentinel {
-        /// Locked because asking caches connections to the sentinels.
-        sentinels: Mutex<SentinelClient>,
+        /// Locked because asking caches connections to the sentinels;
+        /// boxed, as the larger variant by far (made once per program).
+        sentinels: Box<Mutex<SentinelClient>>,
         /// Runs the asking; one thread, the caller's.
         runtime: tokio::runtime::Runtime,
         master_name: String,
@@ -256,7 +257,7 @@ impl Endpoint {
                 )
             })?;
         Ok(Endpoint::Sentinel {
-            sentinels: Mutex::new(client),
+            sentinels: Box::new(Mutex::new(client)),
             runtime,
             master_name: master_name.to_owned(),
             shown: format!("master {master_name} of sentinels {sentinel_list}"),

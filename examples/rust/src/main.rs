@@ -1,0 +1,14 @@
+//! Runs the example service: `SHOP_REDIS_URL` (redis://127.0.0.1:6379)
+//! and `SHOP_PORT` (3000) set where it connects and listens.
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::var("SHOP_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
+    let port = std::env::var("SHOP_PORT").unwrap_or("3000".into());
+    let con = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+    axum::serve(listener, seckill_shop::shop(con)).await?;
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! The example service driven over HTTP through a whole small sale,
+//! against a real redis-server with the module: the service listens on a
+//! free loopback port, and buyers race over HTTP.
+
+use reqwest::{Client, Response, StatusCode};
+use seckill_harness::Server;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const ITEM: &str = "{sku:shop}";
+
+/// The service on a free loopback port, over `server`; its base URL.
+async fn start_shop(server: &Server) -> String {
+    let con = redis::Client::open(server.url())
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let address = listener.local_addr().expect("local address");
+    tokio::spawn(async move { axum::serve(listener, seckill_shop::shop(con)).await });
+    format!("http://{address}")
+}
+
+async fn post(http: &Client, url: String, query: &[(&str, &str)]) -> Response {
+    http.post(url).query(query).send().await.expect("POST")
+}
+
+async fn json(response: Response) -> (StatusCode, Value) {
+    let status = response.status();
+    (status, response.json().await.expect("a JSON body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_twice() {
+    let server = Server::start();
+    let base = start_shop(&server).await;
+    let http = Client::new();
+    let sale = [("stock", "5"), ("limit", "1")];
+    let opened = post(&http, format!("{base}/items/{ITEM}"), &sale).await;
+    assert_eq!(opened.status(), StatusCode::CREATED);
+    let again = post(&http, format!("{base}/items/{ITEM}"), &sale).await;
+    assert_eq!(again.status(), StatusCode::OK);
+
+    // 20 buyers race for 5 units, and each sends its click twice (a
+    // retry after a timeout).
+    let buy = |n: usize| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let user = format!("u{n}");
+            let query = [("item", ITEM), ("user", user.as_str())];
+            json(post(&http, format!("{base}/orders/o-{n}"), &query).await).await
+        }
+    };
+    let race = |_| async {
+        let calls: Vec<_> = (0..20).map(|n| tokio::spawn(buy(n))).collect();
+        let mut replies = Vec::new();
+        for call in calls {
+            replies.push(call.await.expect("a buyer"));
+        }
+        replies
+    };
+    let first = race(()).await;
+    let retried = race(()).await;
+    let held: Vec<usize> = (0..20)
+        .filter(|n| first[*n].0 == StatusCode::CREATED)
+        .collect();
+    let mut statuses = BTreeMap::new();
+    for (status, _) in &first {
+        *statuses.entry(status.as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(statuses, BTreeMap::from([(201, 5), (409, 15)]));
+    for (status, body) in &first {
+        if *status == StatusCode::CONFLICT {
+            assert_eq!(body["error"], "sold out");
+        }
+    }
+    // A retry gets the first answer: the held orders are held still,
+    // nobody else got a unit.
+    let statuses = |replies: &[(StatusCode, Value)]| -> Vec<StatusCode> {
+        replies.iter().map(|(status, _)| *status).collect()
+    };
+    assert_eq!(statuses(&retried), statuses(&first));
+    let stock = || async {
+        let response = http.get(format!("{base}/items/{ITEM}")).send().await;
+        json(response.expect("GET")).await.1["stock"].clone()
+    };
+    assert_eq!(stock().await, 0);
+
+    // An order id is one purchase: used again for someone else, refused.
+    let reused = format!("{base}/orders/o-{}", held[0]);
+    let (status, body) =
+        json(post(&http, reused, &[("item", ITEM), ("user", "someone-else")]).await).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"], "order id already used for another purchase");
+
+    // Three pay (one twice), one cancels (twice), one lets it be.
+    let of_item = [("item", ITEM)];
+    for n in &held[..3] {
+        let (status, body) =
+            json(post(&http, format!("{base}/orders/o-{n}/pay"), &of_item).await).await;
+        assert_eq!(
+            (status, body["status"].clone()),
+            (StatusCode::OK, "paid".into())
+        );
+    }
+    let paid_again = post(&http, format!("{base}/orders/o-{}/pay", held[0]), &of_item).await;
+    assert_eq!(paid_again.status(), StatusCode::OK);
+    let cancel = format!("{base}/orders/o-{}/cancel", held[3]);
+    let (_, body) = json(post(&http, cancel.clone(), &of_item).await).await;
+    assert_eq!(body["units_returned"], 1);
+    let (_, body) = json(post(&http, cancel, &of_item).await).await;
+    assert_eq!(body["units_returned"], 0);
+    let pay_cancelled = post(&http, format!("{base}/orders/o-{}/pay", held[3]), &of_item).await;
+    assert_eq!(pay_cancelled.status(), StatusCode::GONE);
+    let user = format!("u{}", held[3]);
+    let buy_cancelled = format!("{base}/orders/o-{}", held[3]);
+    let rebought = post(
+        &http,
+        buy_cancelled,
+        &[("item", ITEM), ("user", user.as_str())],
+    )
+    .await;
+    assert_eq!(rebought.status(), StatusCode::GONE);
+    assert_eq!(stock().await, 1);
+
+    // One buyer, one unit: a buyer who paid cannot take the unit given back.
+    let user = format!("u{}", held[0]);
+    let query = [("item", ITEM), ("user", user.as_str())];
+    let (status, body) = json(post(&http, format!("{base}/orders/second-try"), &query).await).await;
+    assert_eq!(
+        (status, body["error"].clone()),
+        (StatusCode::CONFLICT, "limit reached".into())
+    );
+
+    // The unit given back is sold once more, to one of the buyers who
+    // missed out, and no more.
+    let mut late = Vec::new();
+    for n in (0..20).filter(|n| !held.contains(n)) {
+        let (http, base) = (http.clone(), base.clone());
+        late.push(tokio::spawn(async move {
+            let user = format!("u{n}");
+            let query = [("item", ITEM), ("user", user.as_str())];
+            post(&http, format!("{base}/orders/late-{n}"), &query)
+                .await
+                .status()
+        }));
+    }
+    let mut late_statuses = Vec::new();
+    for call in late {
+        late_statuses.push(call.await.expect("a late buyer").as_u16());
+    }
+    late_statuses.sort_unstable();
+    let mut expected = vec![201];
+    expected.extend(std::iter::repeat_n(409, 14));
+    assert_eq!(late_statuses, expected);
+    assert_eq!(stock().await, 0);
+    let missing = http.get(format!("{base}/items/{{sku:none}}")).send().await;
+    assert_eq!(missing.expect("GET").status(), StatusCode::NOT_FOUND);
+}
