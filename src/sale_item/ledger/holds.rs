@@ -278,6 +278,7 @@ impl HoldBook {
     }
 
     /// The holds of `buyer` due at `at`, earliest first, with their units.
+    #[cfg(test)]
     fn own_due(&self, buyer: u32, at: i64) -> impl Iterator<Item = (HoldRef, i64)> + '_ {
         self.holders
             .get(&buyer)
@@ -477,9 +478,23 @@ impl HoldBook {
         figures
     }
 
-    /// Units of `buyer`'s holds due at `at`: a walk of that buyer's alone.
+    /// Units of `buyer`'s holds due at `at`: none or all of them without a
+    /// walk (a buyer's holds mostly lapse together), else a walk of that
+    /// buyer's alone.
     pub fn lapsed_of(&self, buyer: u32, at: i64) -> i64 {
-        self.own_due(buyer, at)
+        let Some(holder) = self.holders.get(&buyer) else {
+            return 0;
+        };
+        let due = |key: Option<HoldRef>| key.is_some_and(|(deadline, _)| deadline <= at);
+        if due(holder.holds.last_key()) {
+            return holder.held;
+        }
+        if !due(holder.holds.first_key()) {
+            return 0;
+        }
+        holder
+            .holds
+            .up_to((at, u32::MAX))
             .fold(0i64, |units, (_, qty)| units.saturating_add(qty))
     }
 

@@ -274,6 +274,17 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
         }
     }
 
+    pub(super) fn first_key(&self) -> Option<K> {
+        match self {
+            SortedMap::Small(entries) => entries.first().map(|(key, _)| *key),
+            SortedMap::Large(runs) => runs
+                .runs
+                .first_key_value()
+                .and_then(|(_, run)| run.first())
+                .map(|(key, _)| *key),
+        }
+    }
+
     pub(super) fn last_key(&self) -> Option<K> {
         match self {
             SortedMap::Small(entries) => entries.last().map(|(key, _)| *key),
@@ -416,6 +427,7 @@ mod tests {
                 }
                 prop_assert_eq!(map.get(&probe), model.get(&probe).copied());
                 prop_assert_eq!(map.last_key(), model.last_key_value().map(|(k, _)| *k));
+                prop_assert_eq!(map.first_key(), model.first_key_value().map(|(k, _)| *k));
                 let all: Vec<(u8, u32)> = model.iter().map(|(k, v)| (*k, *v)).collect();
                 prop_assert_eq!(map.iter().collect::<Vec<_>>(), all.clone());
                 let up_to: Vec<_> = all.iter().copied().filter(|(k, _)| *k <= probe).collect();

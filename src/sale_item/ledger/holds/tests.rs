@@ -25,19 +25,33 @@ fn walked(book: &HoldBook, at: i64, units: &HashMap<u32, i64>) -> LapsedHolds {
 
 #[derive(Clone, Debug)]
 enum Step {
-    Hold { deadline: i64, buyer: u32, qty: i64 },
+    /// A held purchase; `units_first`: the buyer's units are written
+    /// before the hold is added, the book told of both by the insert (as
+    /// a purchase does), else after it, told by `units_changed`.
+    Hold {
+        deadline: i64,
+        buyer: u32,
+        qty: i64,
+        units_first: bool,
+    },
     Remove(usize),
-    Units { buyer: u32, units: i64 },
+    Units {
+        buyer: u32,
+        units: i64,
+    },
     Read(i64),
 }
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        (0i64..40, 0u32..4, 1i64..4).prop_map(|(deadline, buyer, qty)| Step::Hold {
-            deadline,
-            buyer,
-            qty
-        }),
+        (0i64..40, 0u32..4, 1i64..4, any::<bool>()).prop_map(
+            |(deadline, buyer, qty, units_first)| Step::Hold {
+                deadline,
+                buyer,
+                qty,
+                units_first
+            }
+        ),
         any::<usize>().prop_map(Step::Remove),
         (0u32..4, 0i64..12).prop_map(|(buyer, units)| Step::Units { buyer, units }),
         (-5i64..45).prop_map(Step::Read),
@@ -55,15 +69,20 @@ proptest! {
         let mut handle = 0u32;
         for step in steps {
             match step {
-                Step::Hold { deadline, buyer, qty } => {
+                Step::Hold { deadline, buyer, qty, units_first } => {
                     handle += 1;
+                    let before = units.get(&buyer).copied().unwrap_or(0);
+                    if units_first {
+                        units.insert(buyer, before + qty);
+                    }
                     let now = units.clone();
                     book.insert((deadline, handle), qty, buyer, |b| {
                         now.get(&b).copied().unwrap_or(0)
                     });
-                    let before = units.get(&buyer).copied().unwrap_or(0);
-                    units.insert(buyer, before + qty);
-                    book.units_changed(buyer, before + qty);
+                    if !units_first {
+                        units.insert(buyer, before + qty);
+                        book.units_changed(buyer, before + qty);
+                    }
                 }
                 Step::Remove(pick) => {
                     let holds: Vec<HoldRef> = book.all().into_iter().map(|(hold, _)| hold).collect();
