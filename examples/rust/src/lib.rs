@@ -103,10 +103,8 @@ async fn buy(
         Ok(result) => result,
         Err(err) if err.kind() == Some(ErrorKind::RequestIdConflict) => {
             let error = "order id already used for another purchase";
-            return Ok((
-                StatusCode::CONFLICT,
-                Json(json!({ "order": order, "error": error })),
-            ));
+            let body = json!({ "order": order, "error": error });
+            return Ok((StatusCode::CONFLICT, Json(body)));
         }
         Err(err) => return Err(unavailable(err)),
     };
