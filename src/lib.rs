@@ -422,6 +422,18 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                 args: &[KEY, Arg::string(c"payload")],
             },
         },
+        Command {
+            name: c"seckill.status",
+            entry_point: entry_point!(commands::status, Status),
+            flags: c"readonly fast",
+            docs: Docs {
+                summary: c"Returns where one purchase stands: status, user, quantity and a hold's deadline",
+                complexity: c"O(1)",
+                arity: 3,
+                keys: ITEM_READ,
+                args: &[KEY, Arg::string(c"request_id")],
+            },
+        },
 ];
 
 // A table entry out of its id's place would count its calls under another

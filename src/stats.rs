@@ -58,9 +58,10 @@ pub enum CommandId {
     Scan,
     Import,
     LoadChunk,
+    Status,
 }
 
-pub const COMMANDS: usize = CommandId::LoadChunk as usize + 1;
+pub const COMMANDS: usize = CommandId::Status as usize + 1;
 
 /// Calls of each command, by its `CommandId`.
 pub static CALLS: [Counter; COMMANDS] = [const { Counter::new() }; COMMANDS];

@@ -361,6 +361,7 @@ fn info_seckill_counts_calls_sales_refusals_holds_and_events() {
         ("scan_calls", 0),
         ("import_calls", 0),
         ("loadchunk_calls", 0),
+        ("status_calls", 0),
         ("units_sold", 4),
         ("units_refunded", 2),
         ("units_added", 3),

@@ -177,8 +177,22 @@ export declare const RequestStatus: Readonly<{
   REFUNDED: 'refunded';
   /** A hold whose deadline passed unconfirmed (released or not yet). */
   LAPSED: 'lapsed';
+  /** The item never saw this request id (`status` only). */
+  UNKNOWN: 'unknown';
 }>;
 export type RequestStatus = (typeof RequestStatus)[keyof typeof RequestStatus];
+
+/** Where one purchase stands, as `status` reports it. The user is a string, or a Buffer when it is not valid UTF-8. */
+export declare class OrderState {
+  private constructor();
+  readonly status: RequestStatus;
+  /** The buyer; null when the status is UNKNOWN. */
+  readonly user: string | Buffer | null;
+  /** The units; 0 when UNKNOWN. */
+  readonly qty: number;
+  /** A hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
+  readonly deadline: number;
+}
 
 /** A buyer, as `scan` lists it. The user is a string, or a Buffer when it is not valid UTF-8. */
 export declare class BuyerRecord {
@@ -325,6 +339,8 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   holds(key: SeckillKey, user?: SeckillId | null): R['holds'];
   /** SECKILL.INFO: the item's counters; null if no item. */
   info(key: SeckillKey): R['info'];
+  /** SECKILL.STATUS: where the purchase under `requestId` stands (status UNKNOWN if the item never saw it); null if no item. */
+  status(key: SeckillKey, requestId: SeckillId): R['status'];
   /**
    * SECKILL.SCAN: one page of the item's records from `cursor` ('0', the
    * default, starts a scan); a missing item gives cursor '0' and no records.
@@ -355,6 +371,7 @@ export interface SeckillValues {
   bought: number | null;
   holds: Hold[] | null;
   info: ItemInfo | null;
+  status: OrderState | null;
   scan: ScanPage;
   take: number | null;
   settle: SettleOutcome;

@@ -27,6 +27,7 @@ module.exports = {
   Transfer: values.Transfer,
   ItemInfo: values.ItemInfo,
   RequestStatus: values.RequestStatus,
+  OrderState: values.OrderState,
   BuyerRecord: values.BuyerRecord,
   RequestRecord: values.RequestRecord,
   ScanPage: values.ScanPage,

@@ -17,6 +17,7 @@ export const {
   Transfer,
   ItemInfo,
   RequestStatus,
+  OrderState,
   BuyerRecord,
   RequestRecord,
   ScanPage,

@@ -33,6 +33,7 @@ type Commands = {
   bought: ModuleCommand<[key: SeckillKey, user: SeckillId], SeckillValues['bought']>;
   holds: ModuleCommand<[key: SeckillKey, user?: SeckillId | null], SeckillValues['holds']>;
   info: ModuleCommand<[key: SeckillKey], SeckillValues['info']>;
+  status: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['status']>;
   scan: ModuleCommand<[key: SeckillKey, cursor?: SeckillInt | null, options?: ScanOptions], SeckillValues['scan']>;
   take: ModuleCommand<[key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null], SeckillValues['take']>;
   settle: ModuleCommand<[key: SeckillKey, transferId: SeckillId], SeckillValues['settle']>;

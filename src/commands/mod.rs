@@ -14,7 +14,7 @@ use crate::errors::*;
 pub use import::import;
 pub use items::{add, init, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
-pub use reads::{bought, get, holds, info, scan};
+pub use reads::{bought, get, holds, info, scan, status};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};
 

@@ -1,4 +1,4 @@
-//! Read-only commands: GET, BOUGHT, HOLDS, INFO, SCAN.
+//! Read-only commands: GET, BOUGHT, HOLDS, INFO, SCAN, STATUS.
 
 use super::*;
 use crate::sale_item::ScanRecord;
@@ -105,6 +105,38 @@ pub fn scan(ctx: &Context, args: &[Arg]) -> RedisResult {
             }
         }
     }
+    Ok(RedisValue::NoReply)
+}
+
+/// SECKILL.STATUS key request_id: where one purchase stands, as a map
+/// (a flat field/value array under RESP2) of `status`, `user`, `qty` and
+/// `deadline`; `status` `unknown`, with a nil user, for a request id the
+/// item never saw. Nil if no such item.
+pub fn status(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, request_id] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let report = item.request_report(request_id, now_ms());
+    reply::map(ctx, 4);
+    reply::bytes(ctx, b"status");
+    reply::simple(
+        ctx,
+        report.map_or(c"unknown", |report| report.status.c_name()),
+    );
+    reply::bytes(ctx, b"user");
+    match report {
+        Some(report) => reply::bytes(ctx, report.user),
+        None => reply::null(ctx),
+    }
+    reply::bytes(ctx, b"qty");
+    reply::integer(ctx, report.map_or(0, |report| report.qty));
+    reply::bytes(ctx, b"deadline");
+    reply::integer(ctx, report.map_or(0, |report| report.deadline));
     Ok(RedisValue::NoReply)
 }
 

@@ -1,6 +1,7 @@
-//! An item's records as `SECKILL.SCAN` lists them, a bounded page a call.
+//! An item's records as `SECKILL.SCAN` lists them, a bounded page a call,
+//! and one request's as `SECKILL.STATUS` reports it.
 
-use super::ledger::{BadCursor, Cursor, RequestState, Scanned};
+use super::ledger::{BadCursor, Cursor, RequestState, RequestView, Scanned};
 use super::{Moment, SaleItem};
 use std::ffi::CStr;
 
@@ -52,7 +53,44 @@ pub enum ScanRecord<'a> {
     },
 }
 
+impl Status {
+    /// Where `request` stands at `moment`: a hold due by then is lapsed,
+    /// as reads report it, released by the sweep or not yet.
+    fn of(request: &RequestView, moment: Moment) -> Status {
+        match request.state {
+            RequestState::Purchased if request.deadline == 0 => Status::Purchased,
+            RequestState::Purchased => Status::Confirmed,
+            RequestState::Refunded => Status::Refunded,
+            RequestState::Expired => Status::Lapsed,
+            RequestState::Held if moment.has_passed(request.deadline) => Status::Lapsed,
+            RequestState::Held => Status::Held,
+        }
+    }
+}
+
+/// One request as `SECKILL.STATUS` reports it: who bought how many, where
+/// the purchase stands, and a hold's deadline (Unix ms; 0 for a purchase
+/// made without a hold).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestReport<'a> {
+    pub user: &'a [u8],
+    pub qty: i64,
+    pub status: Status,
+    pub deadline: i64,
+}
+
 impl SaleItem {
+    /// The request `request_id` judged at `now`, if this item has it.
+    pub fn request_report(&self, request_id: &[u8], now: i64) -> Option<RequestReport<'_>> {
+        let request = self.request(request_id)?;
+        Some(RequestReport {
+            user: request.user,
+            qty: request.qty,
+            status: Status::of(&request, Moment::Now(now)),
+            deadline: request.deadline,
+        })
+    }
+
     /// Up to `count` records from `cursor` on, judged at `now` (a hold due
     /// by then is lapsed, as reads report it), and the cursor of the next
     /// call: 0 when the scan is over. A cursor this item did not give is
@@ -81,19 +119,11 @@ impl SaleItem {
                 }
                 Scanned::Request(handle) => {
                     let request = self.ledger.request(handle);
-                    let status = match request.state {
-                        RequestState::Purchased if request.deadline == 0 => Status::Purchased,
-                        RequestState::Purchased => Status::Confirmed,
-                        RequestState::Refunded => Status::Refunded,
-                        RequestState::Expired => Status::Lapsed,
-                        RequestState::Held if moment.has_passed(request.deadline) => Status::Lapsed,
-                        RequestState::Held => Status::Held,
-                    };
                     ScanRecord::Request {
                         id: self.ledger.request_id(handle),
                         user: request.user,
                         qty: request.qty,
-                        status,
+                        status: Status::of(&request, moment),
                         deadline: request.deadline,
                     }
                 }

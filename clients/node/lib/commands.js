@@ -9,6 +9,7 @@ const {
   UNLIMITED,
   DeductResult,
   ItemInfo,
+  OrderState,
   toInteger,
   toIntegerOrNull,
   parseHolds,
@@ -253,6 +254,10 @@ function buildHolds(key, user) {
   return { args, keys: [0] };
 }
 
+function buildStatus(key, requestId) {
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
+}
+
 // scan(key, cursor = '0', { count })
 function buildScan(key, cursor, options) {
   const o = checkOptions(options, ['count'], 'scan');
@@ -301,6 +306,7 @@ const COMMANDS = [
   { method: 'get', name: 'SECKILL.GET', readonly: true, build: buildKeyOnly, parse: toIntegerOrNull },
   { method: 'bought', name: 'SECKILL.BOUGHT', readonly: true, build: buildBought, parse: toIntegerOrNull },
   { method: 'holds', name: 'SECKILL.HOLDS', readonly: true, build: buildHolds, parse: parseHolds },
+  { method: 'status', name: 'SECKILL.STATUS', readonly: true, build: buildStatus, parse: OrderState.fromReply },
   {
     method: 'info',
     name: 'SECKILL.INFO',

@@ -157,7 +157,7 @@ class Transfer {
   }
 }
 
-/** The status of a request id, as `scan` reports it: the server's word. */
+/** The status of a request id, as `scan` and `status` report it: the server's word. */
 const RequestStatus = Object.freeze({
   /** Bought without a hold. */
   PURCHASED: 'purchased',
@@ -168,9 +168,50 @@ const RequestStatus = Object.freeze({
   REFUNDED: 'refunded',
   /** A hold whose deadline passed unconfirmed (released or not yet). */
   LAPSED: 'lapsed',
+  /** The item never saw this request id (`status` only). */
+  UNKNOWN: 'unknown',
 });
 
 const STATUSES = new Set(Object.values(RequestStatus));
+
+/** Where one purchase stands, as `status` reports it. */
+class OrderState {
+  constructor(status, user, qty, deadline) {
+    /** One of `RequestStatus`. */
+    this.status = status;
+    /** The buyer; null when the status is UNKNOWN. */
+    this.user = user;
+    /** The units; 0 when UNKNOWN. */
+    this.qty = qty;
+    /** A hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
+    this.deadline = deadline;
+    Object.freeze(this);
+  }
+
+  // reply: a flat [field, value, ...] array (RESP2), a plain object or a Map (RESP3).
+  static fromReply(reply) {
+    if (reply === null || reply === undefined) return null;
+    const raw = new Map();
+    if (Array.isArray(reply)) {
+      for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
+    } else if (reply instanceof Map) {
+      for (const [k, v] of reply) raw.set(toText(k), v);
+    } else if (typeof reply === 'object') {
+      for (const k of Object.keys(reply)) raw.set(k, reply[k]);
+    } else {
+      throw unexpected('SECKILL.STATUS', reply);
+    }
+    const status = toText(raw.get('status'));
+    if (!STATUSES.has(status)) throw unexpected('SECKILL.STATUS', reply);
+    const user = raw.get('user');
+    return new OrderState(
+      status,
+      user === null || user === undefined ? null : toId(user),
+      toInteger(raw.get('qty')),
+      toInteger(raw.get('deadline')),
+    );
+  }
+}
 
 /** A buyer, as `scan` lists it: the units it holds now, as `bought` reports them. */
 class BuyerRecord {
@@ -393,6 +434,7 @@ module.exports = {
   Transfer,
   ItemInfo,
   RequestStatus,
+  OrderState,
   BuyerRecord,
   RequestRecord,
   ScanPage,

@@ -44,6 +44,7 @@ from .values import (
     Durable,
     Hold,
     ItemInfo,
+    OrderState,
     Outcome,
     RequestRecord,
     RequestStatus,
@@ -65,6 +66,7 @@ __all__ = [
     "Transfer",
     "ItemInfo",
     "RequestStatus",
+    "OrderState",
     "BuyerRecord",
     "RequestRecord",
     "ScanRecord",
@@ -336,6 +338,11 @@ class Seckill:
     def info(self, key: Key) -> ItemInfo | None:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def status(self, key: Key, request_id: Key) -> OrderState | None:
+        """SECKILL.STATUS: where the purchase under ``request_id`` stands (status ``UNKNOWN`` if the
+        item never saw it), None if no item."""
+        return self._call(commands.status(key, request_id))
 
     def scan(self, key: Key, cursor: int = 0, *, count: int | None = None) -> tuple[int, list[ScanRecord]]:
         """SECKILL.SCAN: one page of the item's records from ``cursor`` (0 starts a scan): the next

@@ -23,7 +23,17 @@ from .errors import raise_typed
 from .pipelines import QueuedCommands
 from .replies import durable_result, register_response_callbacks
 from .split import _parts, named, part_index, split_stock, sum_stock
-from .values import ConfirmOutcome, DeductResult, Durable, Hold, ItemInfo, ScanRecord, SettleOutcome, Transfer
+from .values import (
+    ConfirmOutcome,
+    DeductResult,
+    Durable,
+    Hold,
+    ItemInfo,
+    OrderState,
+    ScanRecord,
+    SettleOutcome,
+    Transfer,
+)
 
 __all__ = ["Seckill", "SplitItem"]
 
@@ -272,6 +282,11 @@ class Seckill:
     def info(self, key: Key) -> Awaitable[ItemInfo | None]:
         """SECKILL.INFO: the item's counters, None if no item."""
         return self._call(commands.info(key))
+
+    def status(self, key: Key, request_id: Key) -> Awaitable[OrderState | None]:
+        """SECKILL.STATUS: where the purchase under ``request_id`` stands (status ``UNKNOWN`` if the
+        item never saw it), None if no item."""
+        return self._call(commands.status(key, request_id))
 
     def scan(
         self, key: Key, cursor: int = 0, *, count: int | None = None

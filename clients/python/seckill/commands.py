@@ -96,6 +96,10 @@ def wait(replicas: int, timeout_ms: int) -> Args:
     return ("WAIT", replicas_arg, timeout_arg)
 
 
+def status(key: Key, request_id: Key) -> Args:
+    return ("SECKILL.STATUS", _key("key", key), _key("request_id", request_id))
+
+
 def confirm(key: Key, request_id: Key) -> Args:
     return ("SECKILL.CONFIRM", _key("key", key), _key("request_id", request_id))
 

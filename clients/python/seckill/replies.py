@@ -19,6 +19,7 @@ from .values import (
     Durable,
     Hold,
     ItemInfo,
+    OrderState,
     RequestRecord,
     RequestStatus,
     ScanRecord,
@@ -161,6 +162,26 @@ def scan_page(reply: Any) -> tuple[int, list[ScanRecord]]:
     return int(cursor), [_scan_record(record) for record in records]
 
 
+def order_state(reply: Any) -> OrderState | None:
+    """STATUS: where one purchase stands, None if no item."""
+    if reply is None or isinstance(reply, OrderState):
+        return reply
+    fields: Mapping[Any, Any]
+    if isinstance(reply, Mapping):  # RESP3: a map
+        fields = reply
+    else:  # RESP2: field, value, field, value, ...
+        pairs: Sequence[Any] = reply
+        fields = dict(zip(pairs[0::2], pairs[1::2]))
+    by_name = {_str_if_utf8(name): value for name, value in fields.items()}
+    user = by_name["user"]
+    return OrderState(
+        status=RequestStatus(_str_if_utf8(by_name["status"])),
+        user=None if user is None else _str_if_utf8(user),
+        qty=int(by_name["qty"]),
+        deadline=int(by_name["deadline"]),
+    )
+
+
 def item_info(reply: Any) -> ItemInfo | None:
     if reply is None or isinstance(reply, ItemInfo):
         return reply
@@ -194,6 +215,7 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.BOUGHT": _passing_errors(int_or_none),
     "SECKILL.HOLDS": _passing_errors(holds),
     "SECKILL.INFO": _passing_errors(item_info),
+    "SECKILL.STATUS": _passing_errors(order_state),
     "SECKILL.SCAN": _passing_errors(scan_page),
     "SECKILL.TAKE": _passing_errors(count_or_none),
     "SECKILL.SETTLE": _passing_errors(settle_outcome),

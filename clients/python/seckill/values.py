@@ -18,6 +18,7 @@ __all__ = [
     "ItemInfo",
     "Durable",
     "RequestStatus",
+    "OrderState",
     "BuyerRecord",
     "RequestRecord",
     "ScanRecord",
@@ -106,7 +107,8 @@ class Hold:
 
 
 class RequestStatus(enum.Enum):
-    """The status of a request id, as ``SECKILL.SCAN`` reports it. The value is the server's word."""
+    """The status of a request id, as ``SECKILL.SCAN`` and ``SECKILL.STATUS`` report it. The value
+    is the server's word."""
 
     PURCHASED = "purchased"
     """Bought without a hold."""
@@ -117,6 +119,23 @@ class RequestStatus(enum.Enum):
     REFUNDED = "refunded"
     LAPSED = "lapsed"
     """A hold whose deadline passed unconfirmed (released or not yet)."""
+    UNKNOWN = "unknown"
+    """The item never saw this request id (``SECKILL.STATUS`` only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OrderState:
+    """Where one purchase stands, as ``SECKILL.STATUS`` reports it.
+
+    ``user`` is ``str`` when it is valid UTF-8, else the raw ``bytes``; None when the status is
+    ``UNKNOWN`` (and ``qty`` 0). ``deadline`` is a hold's, in Unix milliseconds; 0 for a purchase
+    made without a hold.
+    """
+
+    status: RequestStatus
+    user: str | bytes | None
+    qty: int
+    deadline: int
 
 
 @dataclass(frozen=True, slots=True)

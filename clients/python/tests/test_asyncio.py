@@ -68,6 +68,8 @@ def test_flash_sale(server, protocol: int, key: str, admin: redis.Redis) -> None
         assert (grace.request_id, grace.user, grace.qty) == ("order-8", "grace", 1)
         assert grace.deadline > time.time() * 1000
         assert await sk.holds(key, "frank") == [frank]
+        assert (await sk.status(key, "order-8")).deadline == grace.deadline
+        assert await sk.status(missing, "order-8") is None
         assert await sk.confirm(key, "order-7") is ConfirmOutcome.CONFIRMED
         assert await sk.confirm(key, "order-7") is ConfirmOutcome.ALREADY_FINAL
         assert await sk.release(key, "order-8") == 1

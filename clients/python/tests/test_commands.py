@@ -14,7 +14,9 @@ from seckill import (
     DeductResult,
     Hold,
     ItemInfo,
+    OrderState,
     Outcome,
+    RequestStatus,
     Seckill,
 )
 
@@ -119,9 +121,14 @@ def test_holds_confirm_release(r: redis.Redis, key: str) -> None:
     assert sk.holds(key, "frank") == [Hold("order-7", "frank", 1, FAR_FUTURE_MS)]
     assert sk.holds(key, "nobody") == []
 
+    assert sk.status(key, "order-7") == OrderState(RequestStatus.HELD, "frank", 1, FAR_FUTURE_MS)
+    assert sk.status(key, "unknown") == OrderState(RequestStatus.UNKNOWN, None, 0, 0)
+    assert sk.status(f"{key}:missing", "order-7") is None
     assert sk.confirm(key, "order-7") is ConfirmOutcome.CONFIRMED
     assert sk.confirm(key, "order-7") is ConfirmOutcome.ALREADY_FINAL
+    assert sk.status(key, "order-7").status is RequestStatus.CONFIRMED
     assert sk.refund(key, "order-8") == 2
+    assert sk.status(key, "order-8").status is RequestStatus.REFUNDED
     assert sk.confirm(key, "order-8") is ConfirmOutcome.CANCELLED
     assert sk.confirm(key, "unknown") is ConfirmOutcome.CANCELLED
     assert sk.confirm(f"{key}:missing", "order-7") is ConfirmOutcome.NO_ITEM
@@ -133,6 +140,7 @@ def test_holds_confirm_release(r: redis.Redis, key: str) -> None:
     # A deadline long past lapses at once.
     assert sk.deduct(key, "ivan", 1, request_id="order-10", hold_until=1).ok
     assert sk.confirm(key, "order-10") is ConfirmOutcome.CANCELLED
+    assert sk.status(key, "order-10") == OrderState(RequestStatus.LAPSED, "ivan", 1, 1)
     info = sk.info(key)
     assert (info.held, info.holds, info.expired, info.refunded) == (0, 0, 2, 2)
 
@@ -220,6 +228,7 @@ def test_same_typed_values_under_resp2_and_resp3(server, key: str) -> None:  # t
                     sk.deduct(item, "u", 1, request_id="r", hold_until=FAR_FUTURE_MS),
                     sk.holds(item),
                     sk.info(item),
+                    sk.status(item, "r"),
                     sk.confirm(item, "r"),
                     sk.get(item),
                 )

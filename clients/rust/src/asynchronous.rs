@@ -2,8 +2,8 @@
 
 use crate::command::{self, Deduct, Durably, Init, Waitable};
 use crate::reply::{
-    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, ScanPage, ScanRecord,
-    SettleOutcome, Transfer,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState, ScanPage,
+    ScanRecord, SettleOutcome, Transfer,
 };
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
@@ -152,6 +152,15 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         key: K,
     ) -> impl Future<Output = Result<Option<ItemInfo>>> + Send {
         query(command::info(key), self)
+    }
+
+    /// Where the purchase under `request_id` stands; `None` if no item.
+    fn seckill_status<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> impl Future<Output = Result<Option<OrderState>>> + Send {
+        query(command::status(key, request_id), self)
     }
 
     /// One page of the item's records from `cursor` (0 starts a scan); see

@@ -468,6 +468,13 @@ pub fn holds<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: Option<U>) -> Cmd {
     cmd
 }
 
+/// `SECKILL.STATUS key request_id` → `Option<OrderState>`
+pub fn status<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
+    let mut cmd = keyed("SECKILL.STATUS", key);
+    cmd.arg(request_id);
+    cmd
+}
+
 /// `SECKILL.INFO key` → `Option<ItemInfo>`
 pub fn info<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.INFO", key)

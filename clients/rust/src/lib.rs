@@ -38,8 +38,9 @@ pub use error::{Error, ErrorKind, Result, SeckillError};
 /// For programs that log the URL they connect to.
 pub use mask::mask_password;
 pub use reply::{
-    BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, Outcome,
-    RequestRecord, RequestStatus, ScanPage, ScanRecord, SettleOutcome, Transfer, UNLIMITED_STOCK,
+    BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState,
+    Outcome, RequestRecord, RequestStatus, ScanPage, ScanRecord, SettleOutcome, Transfer,
+    UNLIMITED_STOCK,
 };
 pub use split::SplitItem;
 
@@ -153,6 +154,15 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
 
     fn seckill_info<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<ItemInfo>> {
         query(command::info(key), self)
+    }
+
+    /// Where the purchase under `request_id` stands; `None` if no item.
+    fn seckill_status<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        key: K,
+        request_id: I,
+    ) -> Result<Option<OrderState>> {
+        query(command::status(key, request_id), self)
     }
 
     /// One page of the item's records from `cursor` (0 starts a scan):

@@ -161,7 +161,8 @@ impl FromRedisValue for Hold {
     }
 }
 
-/// The status of a request id, as `SECKILL.SCAN` reports it.
+/// The status of a request id, as `SECKILL.SCAN` and `SECKILL.STATUS`
+/// report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RequestStatus {
     /// Bought without a hold.
@@ -173,6 +174,8 @@ pub enum RequestStatus {
     Refunded,
     /// A hold whose deadline passed unconfirmed (released or not yet).
     Lapsed,
+    /// The item never saw this request id (`SECKILL.STATUS` only).
+    Unknown,
 }
 
 impl RequestStatus {
@@ -185,6 +188,7 @@ impl RequestStatus {
             RequestStatus::Confirmed => "confirmed",
             RequestStatus::Refunded => "refunded",
             RequestStatus::Lapsed => "lapsed",
+            RequestStatus::Unknown => "unknown",
         }
     }
 
@@ -196,6 +200,7 @@ impl RequestStatus {
             "confirmed" => RequestStatus::Confirmed,
             "refunded" => RequestStatus::Refunded,
             "lapsed" => RequestStatus::Lapsed,
+            "unknown" => RequestStatus::Unknown,
             _ => return None,
         })
     }
@@ -205,7 +210,50 @@ impl FromRedisValue for RequestStatus {
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
         let word: String = FromRedisValue::from_redis_value(value)?;
         RequestStatus::of_name(&word)
-            .ok_or_else(|| format!("unknown request status {word:?} in a SCAN reply").into())
+            .ok_or_else(|| format!("unknown request status {word:?} in a reply").into())
+    }
+}
+
+/// Where one purchase stands, as `SECKILL.STATUS` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderState {
+    pub status: RequestStatus,
+    /// The buyer; `None` when the status is `Unknown`.
+    pub user: Option<String>,
+    /// The units; 0 when `Unknown`.
+    pub qty: i64,
+    /// A hold's deadline (Unix ms); 0 for a purchase made without one.
+    pub deadline: i64,
+}
+
+impl FromRedisValue for OrderState {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let pairs: Vec<(Value, Value)> = match value {
+            Value::Map(pairs) => pairs,
+            Value::Array(items) if items.len() % 2 == 0 => {
+                let mut items = items.into_iter();
+                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
+            }
+            other => return Err(format!("expected STATUS's fields, got {other:?}").into()),
+        };
+        let mut state = OrderState {
+            status: RequestStatus::Unknown,
+            user: None,
+            qty: 0,
+            deadline: 0,
+        };
+        for (field, value) in pairs {
+            let field: String = FromRedisValue::from_redis_value(field)?;
+            match field.as_str() {
+                "status" => state.status = FromRedisValue::from_redis_value(value)?,
+                "user" => state.user = FromRedisValue::from_redis_value(value)?,
+                "qty" => state.qty = integer(&value)?,
+                "deadline" => state.deadline = integer(&value)?,
+                // A field a newer module adds.
+                _ => {}
+            }
+        }
+        Ok(state)
     }
 }
 

@@ -7,7 +7,7 @@ use seckill_client::command;
 use seckill_client::split::{self, SplitItem};
 use seckill_client::{
     AsyncSeckillCommands, ConfirmOutcome, Deduct, DeductResult, ErrorKind, Expiry, Hold, Init,
-    ItemFigure, ItemInfo, Outcome, SeckillCommands, SettleOutcome, Stock, Transfer,
+    ItemFigure, ItemInfo, Outcome, RequestStatus, SeckillCommands, SettleOutcome, Stock, Transfer,
     UNLIMITED_STOCK,
 };
 use seckill_harness::cluster::Cluster;
@@ -91,15 +91,37 @@ fn every_command(con: &mut Connection) {
     );
     let dans = con.seckill_holds(key, Some("dan")).unwrap().unwrap();
     assert_eq!(dans.len(), 1);
+    let state = |con: &mut redis::Connection, id: &str| {
+        con.seckill_status(key, id).unwrap().map(|state| {
+            let status = state.status.name();
+            (status, state.user, state.qty, state.deadline)
+        })
+    };
+    assert_eq!(
+        state(con, "h1"),
+        Some(("held", Some("cat".into()), 1, deadline))
+    );
+    assert_eq!(state(con, "never"), Some(("unknown", None, 0, 0)));
+    assert_eq!(con.seckill_status("{sku:1}:none", "h1").unwrap(), None);
     assert_eq!(
         con.seckill_confirm(key, "h1").unwrap(),
         ConfirmOutcome::Confirmed
+    );
+    assert_eq!(
+        state(con, "h1"),
+        Some(("confirmed", Some("cat".into()), 1, deadline))
     );
     assert_eq!(
         con.seckill_confirm(key, "h1").unwrap(),
         ConfirmOutcome::AlreadyFinal
     );
     assert_eq!(con.seckill_release(key, &["h2", "nope"]).unwrap(), Some(1));
+    assert_eq!(
+        con.seckill_status(key, "h2")
+            .unwrap()
+            .map(|state| state.status),
+        Some(RequestStatus::Lapsed)
+    );
     assert_eq!(
         con.seckill_confirm(key, "h2").unwrap(),
         ConfirmOutcome::Cancelled

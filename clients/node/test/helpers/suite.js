@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const {
   Outcome, ConfirmOutcome, SettleOutcome, DeductResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError, NoPermissionError,
-  InvalidArgumentError, ErrorKind, SplitItem, RequestStatus, BuyerRecord, RequestRecord, ScanPage,
+  InvalidArgumentError, ErrorKind, SplitItem, RequestStatus, BuyerRecord, RequestRecord, ScanPage, OrderState,
 } = require('../..');
 
 const FAR = 4102444800000; // 2100-01-01, Unix ms
@@ -94,8 +94,14 @@ async function commandsScenario(sk, admin) {
   assert.deepEqual({ ...holds[0] }, { requestId: 'order-7', user: 'frank', qty: 1, deadline: FAR });
   assert.deepEqual(log(await sk.holds('{sku:4004}', 'frank')), holds);
   assert.deepEqual(log(await sk.holds('{sku:4004}', 'nobody')), []);
+  const held = log(await sk.status('{sku:4004}', 'order-7'));
+  assert.ok(held instanceof OrderState);
+  assert.deepEqual({ ...held }, { status: RequestStatus.HELD, user: 'frank', qty: 1, deadline: FAR });
   assert.equal(log(await sk.confirm('{sku:4004}', 'order-7')), ConfirmOutcome.CONFIRMED);
   assert.equal(log(await sk.confirm('{sku:4004}', 'order-7')), ConfirmOutcome.ALREADY_FINAL);
+  assert.equal(log(await sk.status('{sku:4004}', 'order-7')).status, RequestStatus.CONFIRMED);
+  assert.deepEqual({ ...log(await sk.status('{sku:4004}', 'never-used')) }, { status: RequestStatus.UNKNOWN, user: null, qty: 0, deadline: 0 });
+  assert.equal(log(await sk.status('sku:2002', 'order-7')), null);
   assert.deepEqual(plain(log(await sk.deduct('{sku:4004}', 'grace', 1, { requestId: 'order-8', hold: 900 }))), bought(1));
   const graceHold = (await sk.holds('{sku:4004}', 'grace'))[0];
   assert.ok(graceHold.deadline > Date.now() + 800000 && graceHold.deadline < Date.now() + 1000000);

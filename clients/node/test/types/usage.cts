@@ -6,7 +6,7 @@ import {
   seckill, installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold,
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
   SettleOutcome, Transfer, SplitItem, fnv1a32, seckillOf, Durable, UnavailableError,
-  RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord,
+  RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord, OrderState,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -29,6 +29,8 @@ async function nodeRedis(): Promise<void> {
   }
   const holds = await client.seckill.holds('sku:1');
   if (holds) for (const h of holds) console.log(h.requestId, h.deadline + 1);
+  const state: OrderState | null = await client.seckill.status('sku:1', 'order-1');
+  if (state !== null && state.status === RequestStatus.HELD) console.log(state.user, state.qty, state.deadline + 1);
   const released: number | null = await client.seckill.release('sku:1', 'a', 'b');
   await client.seckill.init('sku:2', UNLIMITED);
   await client.seckill.DEDUCT('sku:2', 7n, { qty: 1, holdUntil: new Date() });
