@@ -8,17 +8,24 @@
 // POST /orders/:order?item=I&user=U    buy one unit, held until paid (the client picks the order id)
 // POST /orders/:order/pay?item=I       the payment arrived: the hold becomes a sale
 // POST /orders/:order/cancel?item=I    give the unit back (held or paid)
+// GET  /orders/:order?item=I           where the order stands (held: pay by when)
 // GET  /items/:item                    the stock left
 //
 // Every outcome has its HTTP status; a retried request (same order id) gets
-// the first answer and never sells twice.
+// the first answer and never sells twice. With SHOP_WAIT_REPLICAS=N a payment
+// is "paid" only once N replicas have it (else 503: the payment provider
+// sends the webhook again, and confirming again is safe).
 
 const Fastify = require('fastify');
 const { createClient } = require('redis');
-const { seckill, Outcome, ConfirmOutcome, SeckillError, RequestIdConflictError } = require('seckill-client');
+const {
+  seckill, seckillOf, Outcome, ConfirmOutcome, RequestStatus, SeckillError, RequestIdConflictError,
+} = require('seckill-client');
 
 // How long a buyer has to pay before the unit goes back on sale.
 const HOLD_SECONDS = Number(process.env.SHOP_HOLD_SECONDS ?? 900);
+// Replicas that must have a payment before it is "paid" (0: the master's word is enough).
+const WAIT_REPLICAS = Number(process.env.SHOP_WAIT_REPLICAS ?? 0);
 
 // What a refused purchase tells the buyer.
 const REFUSED = {
@@ -34,6 +41,7 @@ async function buildShop(redisUrl) {
   const client = createClient({ url: redisUrl, modules: { seckill } });
   await client.connect();
   const sk = client.seckill;
+  const waiting = seckillOf(client); // the calls that can wait for replicas
   const app = Fastify();
   app.addHook('onClose', async () => client.close());
 
@@ -64,14 +72,29 @@ async function buildShop(redisUrl) {
     return reply.code(code).send({ order, error });
   });
 
+  app.get('/orders/:order', async ({ params: { order }, query: { item } }, reply) => {
+    const state = await sk.status(item, order);
+    if (state === null) return reply.code(404).send({ order, error: 'no such sale' });
+    if (state.status === RequestStatus.UNKNOWN) return reply.code(404).send({ order, error: 'no such order' });
+    const payBy = state.status === RequestStatus.HELD ? { pay_by_ms: state.deadline } : {};
+    return { order, status: state.status, user: state.user, qty: state.qty, ...payBy };
+  });
+
   app.post('/orders/:order/pay', async ({ params: { order }, query: { item } }, reply) => {
-    const outcome = await sk.confirm(item, order);
-    if (outcome === ConfirmOutcome.CONFIRMED || outcome === ConfirmOutcome.ALREADY_FINAL) {
+    const { result, durable } = await waiting.confirm(item, order, { waitReplicas: WAIT_REPLICAS });
+    if (result === ConfirmOutcome.CONFIRMED || result === ConfirmOutcome.ALREADY_FINAL) {
+      // On the master alone: a failover could lose it.
+      if (!durable) return reply.code(503).send({ order, error: 'payment not on enough replicas yet, send it again' });
       return { order, status: 'paid' };
     }
-    if (outcome === ConfirmOutcome.NO_ITEM) return reply.code(404).send({ order, error: 'no such sale' });
-    // Expired, cancelled or never placed: take no money (or give it back).
-    return reply.code(410).send({ order, error: 'order cancelled or expired' });
+    if (result === ConfirmOutcome.NO_ITEM) return reply.code(404).send({ order, error: 'no such sale' });
+    // Expired, cancelled or never placed: take no money (or give it back), and say which.
+    const state = await sk.status(item, order);
+    if (state === null || state.status === RequestStatus.UNKNOWN) {
+      return reply.code(404).send({ order, error: 'no such order' });
+    }
+    const expired = state.status === RequestStatus.LAPSED;
+    return reply.code(410).send({ order, error: expired ? 'order expired' : 'order cancelled' });
   });
 
   app.post('/orders/:order/cancel', async ({ params: { order }, query: { item } }, reply) => {

@@ -53,15 +53,25 @@ test('a small sale sells out exactly, keeps the limit and never sells a retry tw
   const reused = await buy(held[0], 'someone-else');
   assert.deepEqual([reused.status, reused.body.error], [409, 'order id already used for another purchase']);
 
+  // A held order tells when it must be paid by.
+  const state = await call('GET', `/orders/o-${held[0]}`, { item: ITEM });
+  assert.deepEqual([state.status, state.body.status, state.body.user, state.body.qty], [200, 'held', `u${held[0]}`, 1]);
+  assert.ok(state.body.pay_by_ms > Date.now());
+  assert.equal((await call('GET', '/orders/nope', { item: ITEM })).body.error, 'no such order');
+
   // Three pay (one twice), one cancels (twice), one lets it be.
   for (const n of held.slice(0, 3)) {
     const paid = await order(`o-${n}`, 'pay');
     assert.deepEqual([paid.status, paid.body.status], [200, 'paid']);
   }
   assert.equal((await order(`o-${held[0]}`, 'pay')).status, 200);
+  assert.equal((await call('GET', `/orders/o-${held[0]}`, { item: ITEM })).body.status, 'confirmed');
+  const unknown = await order('nope', 'pay');
+  assert.deepEqual([unknown.status, unknown.body.error], [404, 'no such order']);
   assert.equal((await order(`o-${held[3]}`, 'cancel')).body.units_returned, 1);
   assert.equal((await order(`o-${held[3]}`, 'cancel')).body.units_returned, 0);
-  assert.equal((await order(`o-${held[3]}`, 'pay')).status, 410);
+  const latePayment = await order(`o-${held[3]}`, 'pay');
+  assert.deepEqual([latePayment.status, latePayment.body.error], [410, 'order cancelled']);
   assert.equal((await buy(held[3])).status, 410);
   assert.equal((await call('GET', `/items/${encodeURIComponent(ITEM)}`)).body.stock, 1);
 

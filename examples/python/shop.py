@@ -7,10 +7,12 @@ POST /items/{item}?stock=N&limit=L    open a sale (again: left as it is)
 POST /orders/{order}?item=I&user=U    buy one unit, held until paid (the client picks the order id)
 POST /orders/{order}/pay?item=I       the payment arrived: the hold becomes a sale
 POST /orders/{order}/cancel?item=I    give the unit back (held or paid)
+GET  /orders/{order}?item=I           where the order stands (held: pay by when)
 GET  /items/{item}                    the stock left
 
 Every outcome has its HTTP status; a retried request (same order id) gets the first answer and
-never sells twice.
+never sells twice. With SHOP_WAIT_REPLICAS=N a payment is "paid" only once N replicas have it
+(else 503: the payment provider sends the webhook again, and confirming again is safe).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import redis.asyncio as redis
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from seckill import ConfirmOutcome, Outcome, RequestIdConflictError
+from seckill import ConfirmOutcome, Outcome, RequestIdConflictError, RequestStatus
 from seckill.asyncio import Seckill
 
 # How long a buyer has to pay before the unit goes back on sale.
 HOLD_SECONDS = int(os.environ.get("SHOP_HOLD_SECONDS", "900"))
+# Replicas that must have a payment before it is "paid" (0: the master's word is enough).
+WAIT_REPLICAS = int(os.environ.get("SHOP_WAIT_REPLICAS", "0"))
 
 client = redis.Redis.from_url(os.environ.get("SHOP_REDIS_URL", "redis://127.0.0.1:6379/0"))
 sk = Seckill(client)
@@ -72,15 +76,32 @@ async def buy(order: str, item: str, user: str) -> JSONResponse:
     return answer(code, order=order, error=error)
 
 
+@app.get("/orders/{order}")
+async def order_state(order: str, item: str) -> JSONResponse:
+    state = await sk.status(item, order)
+    if state is None:
+        return answer(404, order=order, error="no such sale")
+    if state.status is RequestStatus.UNKNOWN:
+        return answer(404, order=order, error="no such order")
+    pay_by = {"pay_by_ms": state.deadline} if state.status is RequestStatus.HELD else {}
+    return answer(200, order=order, status=state.status.value, user=state.user, qty=state.qty, **pay_by)
+
+
 @app.post("/orders/{order}/pay")
 async def pay(order: str, item: str) -> JSONResponse:
-    outcome = await sk.confirm(item, order)
-    if outcome in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL):
+    done = await sk.confirm(item, order, wait_replicas=WAIT_REPLICAS)
+    if done.result in (ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL):
+        if not done.durable:  # on the master alone: a failover could lose it
+            return answer(503, order=order, error="payment not on enough replicas yet, send it again")
         return answer(200, order=order, status="paid")
-    if outcome is ConfirmOutcome.NO_ITEM:
+    if done.result is ConfirmOutcome.NO_ITEM:
         return answer(404, order=order, error="no such sale")
-    # Expired, cancelled or never placed: take no money (or give it back).
-    return answer(410, order=order, error="order cancelled or expired")
+    # Expired, cancelled or never placed: take no money (or give it back), and say which.
+    state = await sk.status(item, order)
+    if state is None or state.status is RequestStatus.UNKNOWN:
+        return answer(404, order=order, error="no such order")
+    expired = state.status is RequestStatus.LAPSED
+    return answer(410, order=order, error="order expired" if expired else "order cancelled")
 
 
 @app.post("/orders/{order}/cancel")

@@ -73,15 +73,26 @@ def test_a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_
     reused = http.post(f"/orders/o-{held[0]}", params={"item": ITEM, "user": "someone-else"})
     assert (reused.status_code, reused.json()["error"]) == (409, "order id already used for another purchase")
 
+    # A held order tells when it must be paid by.
+    state = http.get(f"/orders/o-{held[0]}", params={"item": ITEM})
+    assert state.status_code == 200
+    assert (state.json()["status"], state.json()["user"], state.json()["qty"]) == ("held", f"u{held[0]}", 1)
+    assert state.json()["pay_by_ms"] > time.time() * 1000
+    assert http.get("/orders/nope", params={"item": ITEM}).json()["error"] == "no such order"
+
     # Three pay (one twice), one cancels (twice), one lets it be.
     for n in held[:3]:
         paid = http.post(f"/orders/o-{n}/pay", params={"item": ITEM})
         assert (paid.status_code, paid.json()["status"]) == (200, "paid")
     assert http.post(f"/orders/o-{held[0]}/pay", params={"item": ITEM}).status_code == 200
+    assert http.get(f"/orders/o-{held[0]}", params={"item": ITEM}).json()["status"] == "confirmed"
+    unknown = http.post("/orders/nope/pay", params={"item": ITEM})
+    assert (unknown.status_code, unknown.json()["error"]) == (404, "no such order")
     cancelled = http.post(f"/orders/o-{held[3]}/cancel", params={"item": ITEM})
     assert cancelled.json()["units_returned"] == 1
     assert http.post(f"/orders/o-{held[3]}/cancel", params={"item": ITEM}).json()["units_returned"] == 0
-    assert http.post(f"/orders/o-{held[3]}/pay", params={"item": ITEM}).status_code == 410
+    late_payment = http.post(f"/orders/o-{held[3]}/pay", params={"item": ITEM})
+    assert (late_payment.status_code, late_payment.json()["error"]) == (410, "order cancelled")
     assert http.post(f"/orders/o-{held[3]}", params={"item": ITEM, "user": f"u{held[3]}"}).status_code == 410
     assert http.get(f"/items/{ITEM}").json()["stock"] == 1
 

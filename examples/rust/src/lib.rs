@@ -7,18 +7,23 @@
 //! POST /orders/{order}?item=I&user=U    buy one unit, held until paid (the client picks the order id)
 //! POST /orders/{order}/pay?item=I       the payment arrived: the hold becomes a sale
 //! POST /orders/{order}/cancel?item=I    give the unit back (held or paid)
+//! GET  /orders/{order}?item=I           where the order stands (held: pay by when)
 //! GET  /items/{item}                    the stock left
 //! ```
 //!
 //! Every outcome has its HTTP status; a retried request (same order id)
-//! gets the first answer and never sells twice.
+//! gets the first answer and never sells twice. With `SHOP_WAIT_REPLICAS=N`
+//! a payment is "paid" only once N replicas have it (else 503: the payment
+//! provider sends the webhook again, and confirming again is safe).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
 use redis::aio::MultiplexedConnection;
-use seckill_client::{AsyncSeckillCommands, ConfirmOutcome, Deduct, ErrorKind, Init, Outcome};
+use seckill_client::{
+    AsyncSeckillCommands, Confirm, ConfirmOutcome, Deduct, ErrorKind, Init, Outcome, RequestStatus,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -27,6 +32,19 @@ pub const HOLD_SECONDS: i64 = 900;
 
 /// A status and a JSON body; an error is a reply too (a 503).
 type Reply = (StatusCode, Json<Value>);
+
+/// What every request is served with: the connection, and the replicas
+/// that must have a payment before it is "paid" (0: the master's word).
+#[derive(Clone)]
+pub struct Shop {
+    pub con: MultiplexedConnection,
+    pub wait_replicas: i64,
+}
+
+/// An error body for `order`.
+fn error(status: StatusCode, order: &str, error: &str) -> Reply {
+    (status, Json(json!({ "order": order, "error": error })))
+}
 
 /// What a refused purchase tells the buyer.
 fn refused(outcome: Outcome) -> (StatusCode, &'static str) {
@@ -64,7 +82,7 @@ struct OfItem {
 }
 
 async fn open_sale(
-    State(mut con): State<MultiplexedConnection>,
+    State(Shop { mut con, .. }): State<Shop>,
     Path(item): Path<String>,
     Query(sale): Query<Sale>,
 ) -> Result<Reply, Reply> {
@@ -79,7 +97,7 @@ async fn open_sale(
 }
 
 async fn stock(
-    State(mut con): State<MultiplexedConnection>,
+    State(Shop { mut con, .. }): State<Shop>,
     Path(item): Path<String>,
 ) -> Result<Reply, Reply> {
     Ok(match con.seckill_get(&item).await.map_err(unavailable)? {
@@ -92,7 +110,7 @@ async fn stock(
 }
 
 async fn buy(
-    State(mut con): State<MultiplexedConnection>,
+    State(Shop { mut con, .. }): State<Shop>,
     Path(order): Path<String>,
     Query(purchase): Query<Purchase>,
 ) -> Result<Reply, Reply> {
@@ -121,34 +139,73 @@ async fn buy(
     Ok((status, Json(json!({ "order": order, "error": error }))))
 }
 
-async fn pay(
-    State(mut con): State<MultiplexedConnection>,
+async fn order_state(
+    State(Shop { mut con, .. }): State<Shop>,
     Path(order): Path<String>,
     Query(of): Query<OfItem>,
 ) -> Result<Reply, Reply> {
-    let outcome = con
-        .seckill_confirm(&of.item, &order)
-        .await
-        .map_err(unavailable)?;
-    Ok(match outcome {
-        ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal => (
-            StatusCode::OK,
-            Json(json!({ "order": order, "status": "paid" })),
-        ),
-        ConfirmOutcome::NoItem => {
-            let body = json!({ "order": order, "error": "no such sale" });
-            (StatusCode::NOT_FOUND, Json(body))
+    let state = con.seckill_status(&of.item, &order).await;
+    Ok(match state.map_err(unavailable)? {
+        None => error(StatusCode::NOT_FOUND, &order, "no such sale"),
+        Some(state) if state.status == RequestStatus::Unknown => {
+            error(StatusCode::NOT_FOUND, &order, "no such order")
         }
-        // Expired, cancelled or never placed: take no money (or give it back).
-        ConfirmOutcome::Cancelled => {
-            let body = json!({ "order": order, "error": "order cancelled or expired" });
-            (StatusCode::GONE, Json(body))
+        Some(state) => {
+            let mut body = json!({
+                "order": order,
+                "status": state.status.name(),
+                "user": state.user,
+                "qty": state.qty,
+            });
+            if state.status == RequestStatus::Held {
+                body["pay_by_ms"] = state.deadline.into();
+            }
+            (StatusCode::OK, Json(body))
         }
     })
 }
 
+async fn pay(
+    State(Shop {
+        mut con,
+        wait_replicas,
+    }): State<Shop>,
+    Path(order): Path<String>,
+    Query(of): Query<OfItem>,
+) -> Result<Reply, Reply> {
+    let confirm = Confirm::new(of.item.as_str(), order.as_str()).wait_replicas(wait_replicas, 1000);
+    let done = con.seckill_durably(&confirm).await.map_err(unavailable)?;
+    match done.result {
+        ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal if !done.durable() => {
+            // On the master alone: a failover could lose it.
+            let text = "payment not on enough replicas yet, send it again";
+            return Ok(error(StatusCode::SERVICE_UNAVAILABLE, &order, text));
+        }
+        ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal => {
+            return Ok((
+                StatusCode::OK,
+                Json(json!({ "order": order, "status": "paid" })),
+            ));
+        }
+        ConfirmOutcome::NoItem => return Ok(error(StatusCode::NOT_FOUND, &order, "no such sale")),
+        ConfirmOutcome::Cancelled => {}
+    }
+    // Expired, cancelled or never placed: take no money (or give it back),
+    // and say which.
+    let state = con.seckill_status(&of.item, &order).await;
+    Ok(
+        match state.map_err(unavailable)?.map(|state| state.status) {
+            None | Some(RequestStatus::Unknown) => {
+                error(StatusCode::NOT_FOUND, &order, "no such order")
+            }
+            Some(RequestStatus::Lapsed) => error(StatusCode::GONE, &order, "order expired"),
+            Some(_) => error(StatusCode::GONE, &order, "order cancelled"),
+        },
+    )
+}
+
 async fn cancel(
-    State(mut con): State<MultiplexedConnection>,
+    State(Shop { mut con, .. }): State<Shop>,
     Path(order): Path<String>,
     Query(of): Query<OfItem>,
 ) -> Result<Reply, Reply> {
@@ -174,11 +231,11 @@ async fn cancel(
 
 /// The service's routes over one multiplexed connection, shared by every
 /// request.
-pub fn shop(con: MultiplexedConnection) -> Router {
+pub fn shop(shop: Shop) -> Router {
     Router::new()
         .route("/items/{item}", post(open_sale).get(stock))
-        .route("/orders/{order}", post(buy))
+        .route("/orders/{order}", post(buy).get(order_state))
         .route("/orders/{order}/pay", post(pay))
         .route("/orders/{order}/cancel", post(cancel))
-        .with_state(con)
+        .with_state(shop)
 }

@@ -1,5 +1,6 @@
 //! Runs the example service: `SHOP_REDIS_URL` (redis://127.0.0.1:6379)
-//! and `SHOP_PORT` (3000) set where it connects and listens.
+//! and `SHOP_PORT` (3000) set where it connects and listens,
+//! `SHOP_WAIT_REPLICAS` (0) the replicas a payment must reach.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -8,7 +9,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let con = redis::Client::open(url)?
         .get_multiplexed_async_connection()
         .await?;
+    let wait_replicas = std::env::var("SHOP_WAIT_REPLICAS").unwrap_or("0".into());
+    let shop = seckill_shop::Shop {
+        con,
+        wait_replicas: wait_replicas.parse()?,
+    };
     let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
-    axum::serve(listener, seckill_shop::shop(con)).await?;
+    axum::serve(listener, seckill_shop::shop(shop)).await?;
     Ok(())
 }

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 const ITEM: &str = "{sku:shop}";
 
-/// The service on a free loopback port, over `server`; its base URL.
-async fn start_shop(server: &Server) -> String {
+/// The service on a free loopback port, over `server`, a payment "paid"
+/// once `wait_replicas` replicas have it; its base URL.
+async fn start_shop(server: &Server, wait_replicas: i64) -> String {
     let con = redis::Client::open(server.url())
         .expect("redis url")
         .get_multiplexed_async_connection()
@@ -20,7 +21,8 @@ async fn start_shop(server: &Server) -> String {
         .await
         .expect("bind a loopback port");
     let address = listener.local_addr().expect("local address");
-    tokio::spawn(async move { axum::serve(listener, seckill_shop::shop(con)).await });
+    let shop = seckill_shop::shop(seckill_shop::Shop { con, wait_replicas });
+    tokio::spawn(async move { axum::serve(listener, shop).await });
     format!("http://{address}")
 }
 
@@ -36,7 +38,7 @@ async fn json(response: Response) -> (StatusCode, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_twice() {
     let server = Server::start();
-    let base = start_shop(&server).await;
+    let base = start_shop(&server, 0).await;
     let http = Client::new();
     let sale = [("stock", "5"), ("limit", "1")];
     let opened = post(&http, format!("{base}/items/{ITEM}"), &sale).await;
@@ -96,8 +98,31 @@ async fn a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"], "order id already used for another purchase");
 
-    // Three pay (one twice), one cancels (twice), one lets it be.
+    // A held order tells when it must be paid by.
     let of_item = [("item", ITEM)];
+    let state = |order: String| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let response = http
+                .get(format!("{base}/orders/{order}"))
+                .query(&[("item", ITEM)]);
+            json(response.send().await.expect("GET")).await
+        }
+    };
+    let (status, body) = state(format!("o-{}", held[0])).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("held"))
+    );
+    assert_eq!(body["user"], format!("u{}", held[0]));
+    assert!(body["pay_by_ms"].as_i64().expect("a deadline") > 0);
+    let (status, body) = state("nope".into()).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no such order"))
+    );
+
+    // Three pay (one twice), one cancels (twice), one lets it be.
     for n in &held[..3] {
         let (status, body) =
             json(post(&http, format!("{base}/orders/o-{n}/pay"), &of_item).await).await;
@@ -108,13 +133,24 @@ async fn a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_
     }
     let paid_again = post(&http, format!("{base}/orders/o-{}/pay", held[0]), &of_item).await;
     assert_eq!(paid_again.status(), StatusCode::OK);
+    let (_, body) = state(format!("o-{}", held[0])).await;
+    assert_eq!(body["status"], "confirmed");
+    let (status, body) = json(post(&http, format!("{base}/orders/nope/pay"), &of_item).await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no such order"))
+    );
     let cancel = format!("{base}/orders/o-{}/cancel", held[3]);
     let (_, body) = json(post(&http, cancel.clone(), &of_item).await).await;
     assert_eq!(body["units_returned"], 1);
     let (_, body) = json(post(&http, cancel, &of_item).await).await;
     assert_eq!(body["units_returned"], 0);
-    let pay_cancelled = post(&http, format!("{base}/orders/o-{}/pay", held[3]), &of_item).await;
-    assert_eq!(pay_cancelled.status(), StatusCode::GONE);
+    let pay_cancelled = format!("{base}/orders/o-{}/pay", held[3]);
+    let (status, body) = json(post(&http, pay_cancelled, &of_item).await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::GONE, Some("order cancelled"))
+    );
     let user = format!("u{}", held[3]);
     let buy_cancelled = format!("{base}/orders/o-{}", held[3]);
     let rebought = post(
@@ -159,4 +195,39 @@ async fn a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_
     assert_eq!(stock().await, 0);
     let missing = http.get(format!("{base}/items/{{sku:none}}")).send().await;
     assert_eq!(missing.expect("GET").status(), StatusCode::NOT_FOUND);
+}
+
+/// A payment is "paid" once the replicas asked for have it; asked for more
+/// than there are, it is kept on the master and answered 503, and the
+/// webhook sent again is answered the same until they do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_is_paid_once_the_replicas_asked_for_have_it() {
+    let master = Server::start();
+    let _replica = Server::start_replica_of(&master);
+    let http = Client::new();
+    let one = start_shop(&master, 1).await;
+    let two = start_shop(&master, 2).await;
+    let sale = [("stock", "5"), ("limit", "1")];
+    post(&http, format!("{one}/items/{ITEM}"), &sale).await;
+    for (n, base) in [(1, &one), (2, &two)] {
+        let user = format!("u{n}");
+        let query = [("item", ITEM), ("user", user.as_str())];
+        let held = post(&http, format!("{base}/orders/o-{n}"), &query).await;
+        assert_eq!(held.status(), StatusCode::CREATED);
+    }
+    let of_item = [("item", ITEM)];
+    let (status, body) = json(post(&http, format!("{one}/orders/o-1/pay"), &of_item).await).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("paid"))
+    );
+    for _ in 0..2 {
+        let (status, body) =
+            json(post(&http, format!("{two}/orders/o-2/pay"), &of_item).await).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    }
+    // Confirmed on the master (and on the one replica) all the same.
+    let response = http.get(format!("{one}/orders/o-2")).query(&of_item);
+    let (_, body) = json(response.send().await.expect("GET")).await;
+    assert_eq!(body["status"], "confirmed");
 }
