@@ -578,6 +578,9 @@ fn memory(con: &mut Connection, plan: &Plan) -> Memory {
 /// The order stream every lapsing item writes to: it shares the items' hash
 /// slot through the `{lapse}` tag, as the module requires.
 const LAPSE_STREAM: &str = "{lapse}:orders";
+/// Runs of section (f), of which the one with the median longest PING is
+/// reported.
+const LAPSE_RUNS: usize = 3;
 /// How long after the loading starts the holds fall due.
 const LAPSE_DEADLINE_IN: Duration = Duration::from_millis(3_000);
 /// How long before the deadline the PING client starts.
@@ -782,6 +785,7 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
         ping_lead: LAPSE_PING_LEAD,
         poll: LAPSE_POLL,
         problems,
+        runs: 1,
     }
 }
 
@@ -906,8 +910,18 @@ fn main() {
     let memory = memory(&mut con, &plan);
     println!("(e) growth: one item to millions of buyers");
     let growth = big_items::growth(&server, &mut con, plan.clients, plan.growth_calls);
-    println!("(f) holds lapsing");
-    let lapse = lapse(&server, &mut con, &plan);
+    println!("(f) holds lapsing, {LAPSE_RUNS} runs");
+    // The run with the median longest PING: one PING in tens of thousands
+    // delayed by the machine's scheduler made a run's figure alone.
+    let mut runs: Vec<Lapse> = (0..LAPSE_RUNS)
+        .map(|_| lapse(&server, &mut con, &plan))
+        .collect();
+    runs.sort_by_key(|run| run.longest_ping);
+    // A problem of any run (holds not all released) is reported with it.
+    let problems: Vec<String> = runs.iter().flat_map(|run| run.problems.clone()).collect();
+    let mut lapse = runs.swap_remove(LAPSE_RUNS / 2);
+    lapse.problems = problems;
+    lapse.runs = LAPSE_RUNS;
     println!("(g) instructions per call (callgrind)");
     let instructions = instructions::measure();
     println!("(h) order drain: seckill-orders against COPY");
