@@ -21,29 +21,49 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
 use redis::aio::MultiplexedConnection;
-use seckill_client::{
-    AsyncSeckillCommands, Confirm, ConfirmOutcome, Deduct, ErrorKind, Init, Outcome, RequestStatus,
-};
+use seckill_client::{AsyncSeckillCommands as _, Confirm, ConfirmOutcome, Deduct, ErrorKind};
+use seckill_client::{Init, Outcome, RequestStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// How long a buyer has to pay before the unit goes back on sale.
 pub const HOLD_SECONDS: i64 = 900;
+/// How long a payment waits for the replicas asked for.
+const WAIT_MS: i64 = 1000;
 
-/// A status and a JSON body; an error is a reply too (a 503).
-type Reply = (StatusCode, Json<Value>);
+/// A connection for the service: it waits for a reply longer than a
+/// payment waits for replicas (redis-rs's default is 500 ms), or the
+/// client would give up on a payment the server still confirms.
+pub async fn connect(url: &str) -> redis::RedisResult<MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(std::time::Duration::from_secs(2)));
+    redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+}
 
-/// What every request is served with: the connection, and the replicas
-/// that must have a payment before it is "paid" (0: the master's word).
+/// A status and a JSON body, for an error (a 503 if Redis failed) too.
+type Reply = Result<(StatusCode, Json<Value>), (StatusCode, Json<Value>)>;
+
+/// The connection every request shares, and the replicas that must have a
+/// payment before it is "paid" (0: the master's word is enough).
 #[derive(Clone)]
 pub struct Shop {
     pub con: MultiplexedConnection,
     pub wait_replicas: i64,
 }
 
-/// An error body for `order`.
+fn reply(status: StatusCode, body: Value) -> Reply {
+    Ok((status, Json(body)))
+}
+
 fn error(status: StatusCode, order: &str, error: &str) -> Reply {
-    (status, Json(json!({ "order": order, "error": error })))
+    reply(status, json!({ "order": order, "error": error }))
+}
+
+/// A Redis error the service cannot act on: a 503, the client may retry.
+fn unavailable(err: seckill_client::Error) -> (StatusCode, Json<Value>) {
+    let status = StatusCode::SERVICE_UNAVAILABLE;
+    (status, Json(json!({ "error": err.to_string() })))
 }
 
 /// What a refused purchase tells the buyer.
@@ -56,12 +76,6 @@ fn refused(outcome: Outcome) -> (StatusCode, &'static str) {
         Outcome::Ended => (StatusCode::GONE, "the sale has ended"),
         _ => (StatusCode::GONE, "order cancelled or expired"),
     }
-}
-
-/// A Redis error the service cannot act on: a 503, the client may retry.
-fn unavailable(err: seckill_client::Error) -> Reply {
-    let status = StatusCode::SERVICE_UNAVAILABLE;
-    (status, Json(json!({ "error": err.to_string() })))
 }
 
 #[derive(Deserialize)]
@@ -77,160 +91,99 @@ struct Purchase {
 }
 
 #[derive(Deserialize)]
-struct OfItem {
+struct Of {
     item: String,
 }
 
-async fn open_sale(
-    State(Shop { mut con, .. }): State<Shop>,
-    Path(item): Path<String>,
-    Query(sale): Query<Sale>,
-) -> Result<Reply, Reply> {
-    let init = Init::new(item.as_str(), sale.stock).limit(sale.limit.unwrap_or(1));
-    let created = con.seckill_init(&init).await.map_err(unavailable)?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(json!({ "item": item, "created": created }))))
+async fn open_sale(State(mut shop): State<Shop>, Path(item): Path<String>, Query(q): Query<Sale>) -> Reply {
+    let init = Init::new(item.as_str(), q.stock).limit(q.limit.unwrap_or(1));
+    let created = shop.con.seckill_init(&init).await.map_err(unavailable)?;
+    let status = [StatusCode::OK, StatusCode::CREATED][usize::from(created)];
+    reply(status, json!({ "item": item, "created": created }))
 }
 
-async fn stock(
-    State(Shop { mut con, .. }): State<Shop>,
-    Path(item): Path<String>,
-) -> Result<Reply, Reply> {
-    Ok(match con.seckill_get(&item).await.map_err(unavailable)? {
-        Some(left) => (StatusCode::OK, Json(json!({ "item": item, "stock": left }))),
-        None => (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such sale" })),
-        ),
-    })
+async fn stock(State(mut shop): State<Shop>, Path(item): Path<String>) -> Reply {
+    match shop.con.seckill_get(&item).await.map_err(unavailable)? {
+        Some(left) => reply(StatusCode::OK, json!({ "item": item, "stock": left })),
+        None => reply(StatusCode::NOT_FOUND, json!({ "error": "no such sale" })),
+    }
 }
 
-async fn buy(
-    State(Shop { mut con, .. }): State<Shop>,
-    Path(order): Path<String>,
-    Query(purchase): Query<Purchase>,
-) -> Result<Reply, Reply> {
-    let deduct = Deduct::new(purchase.item, purchase.user, 1)
+async fn buy(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Purchase>) -> Reply {
+    let deduct = Deduct::new(q.item, q.user, 1)
         .request_id(order.as_str())
         .hold(HOLD_SECONDS);
-    let result = match con.seckill_deduct(&deduct).await {
+    let result = match shop.con.seckill_deduct(&deduct).await {
         Ok(result) => result,
         Err(err) if err.kind() == Some(ErrorKind::RequestIdConflict) => {
             let error = "order id already used for another purchase";
-            let body = json!({ "order": order, "error": error });
-            return Ok((StatusCode::CONFLICT, Json(body)));
+            return reply(StatusCode::CONFLICT, json!({ "order": order, "error": error }));
         }
         Err(err) => return Err(unavailable(err)),
     };
     if result.outcome == Outcome::Bought {
-        let body = json!({
-            "order": order,
-            "status": "held",
-            "pay_within_s": HOLD_SECONDS,
-            "stock": result.stock,
-        });
-        return Ok((StatusCode::CREATED, Json(body)));
+        let body = json!({ "order": order, "status": "held", "pay_within_s": HOLD_SECONDS, "stock": result.stock });
+        return reply(StatusCode::CREATED, body);
     }
     let (status, error) = refused(result.outcome);
-    Ok((status, Json(json!({ "order": order, "error": error }))))
+    reply(status, json!({ "order": order, "error": error }))
 }
 
-async fn order_state(
-    State(Shop { mut con, .. }): State<Shop>,
-    Path(order): Path<String>,
-    Query(of): Query<OfItem>,
-) -> Result<Reply, Reply> {
-    let state = con.seckill_status(&of.item, &order).await;
-    Ok(match state.map_err(unavailable)? {
-        None => error(StatusCode::NOT_FOUND, &order, "no such sale"),
+async fn order_state(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Of>) -> Reply {
+    let item = q.item;
+    let state = match shop.con.seckill_status(&item, &order).await.map_err(unavailable)? {
+        None => return error(StatusCode::NOT_FOUND, &order, "no such sale"),
         Some(state) if state.status == RequestStatus::Unknown => {
-            error(StatusCode::NOT_FOUND, &order, "no such order")
+            return error(StatusCode::NOT_FOUND, &order, "no such order")
         }
-        Some(state) => {
-            let mut body = json!({
-                "order": order,
-                "status": state.status.name(),
-                "user": state.user,
-                "qty": state.qty,
-            });
-            if state.status == RequestStatus::Held {
-                body["pay_by_ms"] = state.deadline.into();
-            }
-            (StatusCode::OK, Json(body))
-        }
-    })
+        Some(state) => state,
+    };
+    let (status, user, qty) = (state.status.name(), state.user, state.qty);
+    let mut body = json!({ "order": order, "status": status, "user": user, "qty": qty });
+    if state.status == RequestStatus::Held {
+        body["pay_by_ms"] = state.deadline.into();
+    }
+    reply(StatusCode::OK, body)
 }
 
-async fn pay(
-    State(Shop {
-        mut con,
-        wait_replicas,
-    }): State<Shop>,
-    Path(order): Path<String>,
-    Query(of): Query<OfItem>,
-) -> Result<Reply, Reply> {
-    let confirm = Confirm::new(of.item.as_str(), order.as_str()).wait_replicas(wait_replicas, 1000);
-    let done = con.seckill_durably(&confirm).await.map_err(unavailable)?;
+async fn pay(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Of>) -> Reply {
+    let item = q.item;
+    let confirm = Confirm::new(item.as_str(), order.as_str()).wait_replicas(shop.wait_replicas, WAIT_MS);
+    let done = shop.con.seckill_durably(&confirm).await.map_err(unavailable)?;
     match done.result {
         ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal if !done.durable() => {
             // On the master alone: a failover could lose it.
             let text = "payment not on enough replicas yet, send it again";
-            return Ok(error(StatusCode::SERVICE_UNAVAILABLE, &order, text));
+            return error(StatusCode::SERVICE_UNAVAILABLE, &order, text);
         }
         ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal => {
-            return Ok((
-                StatusCode::OK,
-                Json(json!({ "order": order, "status": "paid" })),
-            ));
+            return reply(StatusCode::OK, json!({ "order": order, "status": "paid" }));
         }
-        ConfirmOutcome::NoItem => return Ok(error(StatusCode::NOT_FOUND, &order, "no such sale")),
+        ConfirmOutcome::NoItem => return error(StatusCode::NOT_FOUND, &order, "no such sale"),
         ConfirmOutcome::Cancelled => {}
     }
-    // Expired, cancelled or never placed: take no money (or give it back),
-    // and say which.
-    let state = con.seckill_status(&of.item, &order).await;
-    Ok(
-        match state.map_err(unavailable)?.map(|state| state.status) {
-            None | Some(RequestStatus::Unknown) => {
-                error(StatusCode::NOT_FOUND, &order, "no such order")
-            }
-            Some(RequestStatus::Lapsed) => error(StatusCode::GONE, &order, "order expired"),
-            Some(_) => error(StatusCode::GONE, &order, "order cancelled"),
-        },
-    )
+    // Expired, cancelled or never placed: take no money (or give it back), and say which.
+    let state = shop.con.seckill_status(&item, &order).await.map_err(unavailable)?;
+    match state.map(|state| state.status) {
+        None | Some(RequestStatus::Unknown) => error(StatusCode::NOT_FOUND, &order, "no such order"),
+        Some(RequestStatus::Lapsed) => error(StatusCode::GONE, &order, "order expired"),
+        Some(_) => error(StatusCode::GONE, &order, "order cancelled"),
+    }
 }
 
-async fn cancel(
-    State(Shop { mut con, .. }): State<Shop>,
-    Path(order): Path<String>,
-    Query(of): Query<OfItem>,
-) -> Result<Reply, Reply> {
-    Ok(
-        match con
-            .seckill_refund(&of.item, &order)
-            .await
-            .map_err(unavailable)?
-        {
-            None => {
-                let body = json!({ "order": order, "error": "no such sale" });
-                (StatusCode::NOT_FOUND, Json(body))
-            }
-            // 0: unknown, or cancelled before; the unit went back once either way.
-            Some(units) => {
-                let body =
-                    json!({ "order": order, "status": "cancelled", "units_returned": units });
-                (StatusCode::OK, Json(body))
-            }
-        },
-    )
+async fn cancel(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Of>) -> Reply {
+    let item = q.item;
+    match shop.con.seckill_refund(&item, &order).await.map_err(unavailable)? {
+        None => error(StatusCode::NOT_FOUND, &order, "no such sale"),
+        // 0: unknown, or cancelled before; the unit went back once either way.
+        Some(units) => {
+            let body = json!({ "order": order, "status": "cancelled", "units_returned": units });
+            reply(StatusCode::OK, body)
+        }
+    }
 }
 
-/// The service's routes over one multiplexed connection, shared by every
-/// request.
+/// The service's routes.
 pub fn shop(shop: Shop) -> Router {
     Router::new()
         .route("/items/{item}", post(open_sale).get(stock))

@@ -6,9 +6,7 @@
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("SHOP_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
     let port = std::env::var("SHOP_PORT").unwrap_or("3000".into());
-    let con = redis::Client::open(url)?
-        .get_multiplexed_async_connection()
-        .await?;
+    let con = seckill_shop::connect(&url).await?;
     let wait_replicas = std::env::var("SHOP_WAIT_REPLICAS").unwrap_or("0".into());
     let shop = seckill_shop::Shop {
         con,
