@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::Server;
-use std::io::Write;
+use common::{redis_cli, Server};
 use std::process::{Command, Stdio};
 
 const PROMPT: &str = "127.0.0.1:6379> ";
@@ -41,23 +40,6 @@ fn transcripts(readme: &str) -> Vec<Transcript> {
     blocks
 }
 
-fn replay(port: u16, commands: &[String]) -> String {
-    let cli = std::env::var("SECKILL_CLI").unwrap_or_else(|_| "redis-cli".to_owned());
-    let mut child = Command::new(cli)
-        .args(["--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cannot start redis-cli");
-    let mut stdin = child.stdin.take().expect("stdin");
-    for command in commands {
-        writeln!(stdin, "{command}").expect("write to redis-cli");
-    }
-    drop(stdin);
-    let output = child.wait_with_output().expect("redis-cli output");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// Replays the transcripts of one page on a server of its own: later
 /// transcripts of a page build on its earlier ones.
 fn replay_page(path: &std::path::Path) -> usize {
@@ -66,7 +48,7 @@ fn replay_page(path: &std::path::Path) -> usize {
     let server = Server::start();
     for block in &blocks {
         assert_eq!(
-            replay(server.port, &block.commands),
+            redis_cli(server.port, &block.commands),
             block.expected,
             "{}: transcript {:?}",
             path.display(),
@@ -122,7 +104,7 @@ fn make_run_twice_answers_the_first_transcript_both_times() {
                     .is_ok()
             },
         );
-        let replayed = replay(port, &first.commands);
+        let replayed = redis_cli(port, &first.commands);
         let _ = server.kill();
         let _ = server.wait();
         assert_eq!(replayed, first.expected, "run {run}");

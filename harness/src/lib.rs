@@ -454,3 +454,24 @@ impl Server {
         replica
     }
 }
+
+/// Sends `commands`, one a line, to the server on `port` through
+/// `redis-cli --no-raw` (or `SECKILL_CLI`), as a user types them, and
+/// returns what it printed: how documented transcripts are replayed.
+pub fn redis_cli<S: AsRef<str>>(port: u16, commands: &[S]) -> String {
+    use std::io::Write;
+    let cli = std::env::var("SECKILL_CLI").unwrap_or_else(|_| "redis-cli".to_owned());
+    let mut child = Command::new(cli)
+        .args(["--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cannot start redis-cli");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for command in commands {
+        writeln!(stdin, "{}", command.as_ref()).expect("write to redis-cli");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("redis-cli output");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -5,8 +5,7 @@
 //! replayed, and the table's rows must be the ones the page shows.
 
 use seckill_harness::postgres::Postgres;
-use seckill_harness::Server;
-use std::io::Write;
+use seckill_harness::{redis_cli, Server};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -100,22 +99,6 @@ fn start_consumer(server: &Server, pg: &Postgres) -> Consumer {
         .spawn()
         .expect("start seckill-orders");
     Consumer(child)
-}
-
-fn redis_cli(port: u16, commands: &[&str]) -> String {
-    let mut child = Command::new("redis-cli")
-        .args(["--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("redis-cli");
-    let mut stdin = child.stdin.take().expect("stdin");
-    for command in commands {
-        writeln!(stdin, "{command}").expect("write to redis-cli");
-    }
-    drop(stdin);
-    let output = child.wait_with_output().expect("redis-cli output");
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[test]

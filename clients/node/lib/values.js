@@ -188,19 +188,9 @@ class OrderState {
     Object.freeze(this);
   }
 
-  // reply: a flat [field, value, ...] array (RESP2), a plain object or a Map (RESP3).
   static fromReply(reply) {
     if (reply === null || reply === undefined) return null;
-    const raw = new Map();
-    if (Array.isArray(reply)) {
-      for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
-    } else if (reply instanceof Map) {
-      for (const [k, v] of reply) raw.set(toText(k), v);
-    } else if (typeof reply === 'object') {
-      for (const k of Object.keys(reply)) raw.set(k, reply[k]);
-    } else {
-      throw unexpected('SECKILL.STATUS', reply);
-    }
+    const raw = fieldsOf(reply, 'SECKILL.STATUS');
     const status = toText(raw.get('status'));
     if (!STATUSES.has(status)) throw unexpected('SECKILL.STATUS', reply);
     const user = raw.get('user');
@@ -284,19 +274,8 @@ class ItemInfo {
     Object.freeze(this);
   }
 
-  // reply: a flat [field, value, ...] array (RESP2, or ioredis's legacy
-  // mapping of RESP3), a plain object or a Map (RESP3).
   static fromReply(reply, keyPrefix) {
-    const raw = new Map();
-    if (Array.isArray(reply)) {
-      for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
-    } else if (reply instanceof Map) {
-      for (const [k, v] of reply) raw.set(toText(k), v);
-    } else if (reply !== null && typeof reply === 'object') {
-      for (const k of Object.keys(reply)) raw.set(k, reply[k]);
-    } else {
-      throw unexpected('SECKILL.INFO', reply);
-    }
+    const raw = fieldsOf(reply, 'SECKILL.INFO');
     const fields = {};
     for (const [name, prop, kind, absent] of INFO_FIELDS) {
       const v = raw.get(name);
@@ -320,6 +299,23 @@ function unexpected(command, reply) {
   let shown;
   try { shown = JSON.stringify(reply, (_, v) => (typeof v === 'bigint' ? String(v) : v)); } catch { shown = String(reply); }
   return new TypeError(`unexpected reply to ${command}: ${shown}`);
+}
+
+// The fields of INFO's or STATUS's reply by name: a flat [field, value, ...]
+// array (RESP2, or ioredis's legacy mapping of RESP3), a plain object or a
+// Map (RESP3).
+function fieldsOf(reply, command) {
+  const raw = new Map();
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
+  } else if (reply instanceof Map) {
+    for (const [k, v] of reply) raw.set(toText(k), v);
+  } else if (reply !== null && typeof reply === 'object') {
+    for (const k of Object.keys(reply)) raw.set(k, reply[k]);
+  } else {
+    throw unexpected(command, reply);
+  }
+  return raw;
 }
 
 // An integer reply as a number, whatever the client's number mapping (number,

@@ -162,17 +162,23 @@ def scan_page(reply: Any) -> tuple[int, list[ScanRecord]]:
     return int(cursor), [_scan_record(record) for record in records]
 
 
+def _fields_by_name(reply: Any) -> dict[Any, Any]:
+    """INFO, STATUS: a map under RESP3, ``field, value, field, value, ...`` under RESP2; by field
+    name."""
+    fields: Mapping[Any, Any]
+    if isinstance(reply, Mapping):
+        fields = reply
+    else:
+        pairs: Sequence[Any] = reply
+        fields = dict(zip(pairs[0::2], pairs[1::2]))
+    return {_str_if_utf8(name): value for name, value in fields.items()}
+
+
 def order_state(reply: Any) -> OrderState | None:
     """STATUS: where one purchase stands, None if no item."""
     if reply is None or isinstance(reply, OrderState):
         return reply
-    fields: Mapping[Any, Any]
-    if isinstance(reply, Mapping):  # RESP3: a map
-        fields = reply
-    else:  # RESP2: field, value, field, value, ...
-        pairs: Sequence[Any] = reply
-        fields = dict(zip(pairs[0::2], pairs[1::2]))
-    by_name = {_str_if_utf8(name): value for name, value in fields.items()}
+    by_name = _fields_by_name(reply)
     user = by_name["user"]
     return OrderState(
         status=RequestStatus(_str_if_utf8(by_name["status"])),
@@ -185,13 +191,7 @@ def order_state(reply: Any) -> OrderState | None:
 def item_info(reply: Any) -> ItemInfo | None:
     if reply is None or isinstance(reply, ItemInfo):
         return reply
-    fields: Mapping[Any, Any]
-    if isinstance(reply, Mapping):  # RESP3: a map
-        fields = reply
-    else:  # RESP2: field, value, field, value, ...
-        pairs: Sequence[Any] = reply
-        fields = dict(zip(pairs[0::2], pairs[1::2]))
-    by_name = {_str_if_utf8(name): value for name, value in fields.items()}
+    by_name = _fields_by_name(reply)
     stream = by_name["stream"]
     return ItemInfo(
         unlimited=bool(by_name["unlimited"]),

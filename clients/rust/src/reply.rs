@@ -226,16 +226,22 @@ pub struct OrderState {
     pub deadline: i64,
 }
 
+/// The fields of a reply that is a map under RESP3 and a flat
+/// `field, value, ...` array under RESP2 (INFO, STATUS), as pairs.
+fn field_pairs(value: Value, command: &str) -> Result<Vec<(Value, Value)>, ParsingError> {
+    match value {
+        Value::Map(pairs) => Ok(pairs),
+        Value::Array(items) if items.len() % 2 == 0 => {
+            let mut items = items.into_iter();
+            Ok(std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect())
+        }
+        other => Err(format!("expected {command}'s fields, got {other:?}").into()),
+    }
+}
+
 impl FromRedisValue for OrderState {
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
-        let pairs: Vec<(Value, Value)> = match value {
-            Value::Map(pairs) => pairs,
-            Value::Array(items) if items.len() % 2 == 0 => {
-                let mut items = items.into_iter();
-                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
-            }
-            other => return Err(format!("expected STATUS's fields, got {other:?}").into()),
-        };
+        let pairs = field_pairs(value, "STATUS")?;
         let mut state = OrderState {
             status: RequestStatus::Unknown,
             user: None,
@@ -369,14 +375,7 @@ pub struct ItemInfo {
 
 impl FromRedisValue for ItemInfo {
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
-        let pairs: Vec<(Value, Value)> = match value {
-            Value::Map(pairs) => pairs,
-            Value::Array(items) if items.len() % 2 == 0 => {
-                let mut items = items.into_iter();
-                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
-            }
-            other => return Err(format!("expected INFO's fields, got {other:?}").into()),
-        };
+        let pairs = field_pairs(value, "INFO")?;
         let mut info = ItemInfo {
             stream_confirmed: true,
             ..ItemInfo::default()
