@@ -194,6 +194,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                         ],
                     )
                     .optional(),
+                    Arg::keyword(c"withdeadline", c"WITHDEADLINE").optional(),
                 ],
             },
         },
@@ -204,9 +205,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Makes a pending hold a final purchase",
                 complexity: c"O(log N) where N is the number of pending holds",
-                arity: 3,
+                arity: -3,
                 keys: ITEM,
-                args: &[KEY, REQUEST_ID],
+                args: &[KEY, REQUEST_ID, Arg::keyword(c"detail", c"DETAIL").optional()],
             },
         },
         Command {
@@ -228,9 +229,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Gives back the units of one purchase, once",
                 complexity: c"O(1)",
-                arity: 3,
+                arity: -3,
                 keys: ITEM,
-                args: &[KEY, REQUEST_ID],
+                args: &[KEY, REQUEST_ID, Arg::keyword(c"detail", c"DETAIL").optional()],
             },
         },
         Command {

@@ -89,6 +89,8 @@ fn garbage(rng: &mut Rng) -> Vec<u8> {
             "ID",
             "HOLD",
             "HOLDUNTIL",
+            "WITHDEADLINE",
+            "DETAIL",
             "LIMIT",
             "STREAM",
             "MAXLEN",
@@ -195,9 +197,18 @@ fn seckill_call(rng: &mut Rng) -> Args {
                 ]),
                 _ => args.extend([b("HOLD"), b("5")]),
             }
+            if rng.below(4) == 0 {
+                args.push(b("WITHDEADLINE"));
+            }
             args
         }
-        50..=57 => vec![b("SECKILL.CONFIRM"), key, request(rng)],
+        50..=57 => {
+            let mut args = vec![b("SECKILL.CONFIRM"), key, request(rng)];
+            if rng.below(2) == 0 {
+                args.push(b("DETAIL"));
+            }
+            args
+        }
         58..=62 => {
             let mut args = vec![b("SECKILL.RELEASE"), key];
             for _ in 0..rng.range(1, 3) {
@@ -205,7 +216,13 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
-        63..=70 => vec![b("SECKILL.REFUND"), key, request(rng)],
+        63..=70 => {
+            let mut args = vec![b("SECKILL.REFUND"), key, request(rng)];
+            if rng.below(2) == 0 {
+                args.push(b("DETAIL"));
+            }
+            args
+        }
         71..=74 => {
             let (start, end) = match rng.below(6) {
                 0 => (now + 60_000, 0),

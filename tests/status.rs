@@ -220,3 +220,227 @@ fn a_replica_tells_the_same_as_its_master() {
         named("purchased", "eve", 1, 0)
     );
 }
+
+#[test]
+fn detail_tells_a_webhook_refunded_lapsed_and_unknown_apart() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "seckill.sweep-interval-ms", "60000"],
+    );
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:4", "10"]);
+    let deadline = server_now_ms(&mut con) + 100;
+    let until = deadline.to_string();
+    for id in ["refunded", "lapsed", "paid"] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "sku:4",
+                "fay",
+                "1",
+                "ID",
+                id,
+                "HOLDUNTIL",
+                if id == "lapsed" {
+                    &until
+                } else {
+                    "4102444800000"
+                },
+            ],
+        );
+    }
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:4", "refunded", "DETAIL"]),
+        1
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:4", "paid", "DETAIL"]),
+        1
+    );
+    while server_now_ms(&mut con) <= deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Lapsed and not yet released by the sweep, then released: alike.
+    for round in ["waiting for the sweep", "released"] {
+        let codes = |con: &mut Connection, command: &str| -> Vec<i64> {
+            ["refunded", "lapsed", "never"]
+                .iter()
+                .map(|id| ok(con, &[command, "sku:4", id, "DETAIL"]))
+                .collect()
+        };
+        assert_eq!(codes(&mut con, "SECKILL.CONFIRM"), [-7, -8, -9], "{round}");
+        assert_eq!(codes(&mut con, "SECKILL.REFUND"), [-7, -8, -9], "{round}");
+        // Without DETAIL, the replies existing callers know.
+        for id in ["refunded", "lapsed", "never"] {
+            assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:4", id]), -4);
+            assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:4", id]), 0);
+        }
+        ok::<i64>(&mut con, &["SECKILL.RELEASE", "sku:4", "lapsed"]);
+    }
+    // A final purchase is answered as before; a missing item too.
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:4", "paid", "DETAIL"]),
+        0
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", "none", "paid", "DETAIL"]),
+        -3
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.REFUND", "none", "paid", "DETAIL"]),
+        -3
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.REFUND", "sku:4", "paid", "DETAIL"]),
+        1
+    );
+    assert_eq!(info_field(&mut con, "sku:4", "stock"), 10 - 0);
+    let refused = redis::cmd("SECKILL.CONFIRM")
+        .arg(&["sku:4", "paid", "DETAILS"])
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.detail()),
+        (Some("ERR"), Some("syntax error"))
+    );
+}
+
+#[test]
+fn withdeadline_replies_the_hold_s_deadline_with_the_stock() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:5", "3", "LIMIT", "2"]);
+    let before = server_now_ms(&mut con);
+    let held: (i64, Option<i64>) = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "gus",
+            "1",
+            "ID",
+            "h1",
+            "HOLD",
+            "600",
+            "WITHDEADLINE",
+        ],
+    );
+    let after = server_now_ms(&mut con);
+    let deadline = held.1.expect("a hold has a deadline");
+    assert_eq!(held.0, 2);
+    assert!(
+        (before + 600_000..=after + 600_000).contains(&deadline),
+        "{deadline}"
+    );
+    assert_eq!(
+        status(&mut con, "sku:5", "h1"),
+        named("held", "gus", 1, deadline)
+    );
+    // A retry gets the same reply, deadline included; the keyword goes anywhere.
+    let replay: (i64, Option<i64>) = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "gus",
+            "1",
+            "WITHDEADLINE",
+            "ID",
+            "h1",
+            "HOLD",
+            "600",
+        ],
+    );
+    assert_eq!(replay, (2, Some(deadline)));
+    // A purchase without a hold, and a refusal: no deadline.
+    let bought: (i64, Option<i64>) = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "gus",
+            "1",
+            "ID",
+            "b1",
+            "WITHDEADLINE",
+        ],
+    );
+    assert_eq!(bought, (1, None));
+    let refused: (i64, Option<i64>) = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "sku:5", "gus", "1", "WITHDEADLINE"],
+    );
+    assert_eq!(refused, (-2, None));
+    let missing: (i64, Option<i64>) = ok(
+        &mut con,
+        &["SECKILL.DEDUCT", "none", "gus", "1", "WITHDEADLINE"],
+    );
+    assert_eq!(missing, (-3, None));
+    // Once confirmed, the hold no longer has a deadline to pay by.
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", "sku:5", "h1"]), 1);
+    let paid: (i64, Option<i64>) = ok(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "gus",
+            "1",
+            "ID",
+            "h1",
+            "HOLD",
+            "600",
+            "WITHDEADLINE",
+        ],
+    );
+    assert_eq!(paid, (2, None));
+    for bad in [
+        vec![
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "gus",
+            "1",
+            "WITHDEADLINE",
+            "WITHDEADLINE",
+        ],
+        vec!["SECKILL.DEDUCT", "sku:5", "gus", "1", "WITHDEADLINE", "ID"],
+    ] {
+        let err = redis::cmd(bad[0])
+            .arg(&bad[1..])
+            .query::<Value>(&mut con)
+            .unwrap_err();
+        assert_eq!(
+            (err.code(), err.detail()),
+            (Some("ERR"), Some("syntax error")),
+            "{bad:?}"
+        );
+    }
+    // Under RESP3 too, and on a replica the call applies as on its master.
+    let replica = Server::start_replica_of(&server);
+    let mut resp3 = server.client_resp3();
+    let reply: Value = ok(
+        &mut resp3,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:5",
+            "hal",
+            "1",
+            "ID",
+            "h2",
+            "HOLD",
+            "60",
+            "WITHDEADLINE",
+        ],
+    );
+    assert!(
+        matches!(reply, Value::Array(ref pair) if pair.len() == 2),
+        "{reply:?}"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let mut on_replica = replica.client();
+    assert_eq!(
+        status(&mut on_replica, "sku:5", "h2"),
+        status(&mut con, "sku:5", "h2")
+    );
+}

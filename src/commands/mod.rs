@@ -33,6 +33,12 @@ pub const LIMIT_EXCEEDED: i64 = -2;
 pub const CANCELLED: i64 = -4;
 pub const SALE_NOT_STARTED: i64 = -5;
 pub const SALE_ENDED: i64 = -6;
+// What CONFIRM and REFUND reply with DETAIL where they would otherwise
+// answer `-4` or `0` for three different things: new codes, so that the
+// old ones keep their meaning for callers that do not ask.
+pub const REQUEST_REFUNDED: i64 = -7;
+pub const REQUEST_LAPSED: i64 = -8;
+pub const UNKNOWN_REQUEST: i64 = -9;
 
 fn integer(arg: &Arg) -> Result<i64, RedisError> {
     arg.integer().ok_or(RedisError::Str(ERR_NOT_INTEGER))

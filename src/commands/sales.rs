@@ -2,11 +2,12 @@
 
 use super::*;
 use crate::rewrite::{self, Rewrite};
-use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Verdict};
+use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Status, Verdict};
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{fence_repeat, master_decided, write_item, Decision, Effect, Judgement};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
+use std::cell::Cell;
 
 /// How long a hold lasts, as DEDUCT was given it.
 #[derive(Clone, Copy)]
@@ -26,6 +27,8 @@ struct DeductOptions<'a> {
     /// master or the AOF sends it, so that a replica records the reply the
     /// master gave.
     decided_at: Option<i64>,
+    /// WITHDEADLINE: reply the hold's deadline beside the usual figure.
+    with_deadline: bool,
 }
 
 impl<'a> DeductOptions<'a> {
@@ -35,13 +38,18 @@ impl<'a> DeductOptions<'a> {
             request_arg: None,
             hold: None,
             decided_at: None,
+            with_deadline: false,
         };
         let mut args = args.iter();
         while let Some(option) = args.next() {
-            let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
             // The option's bytes are read once, not once per keyword tried.
             let option = option.as_bytes();
             let is = |keyword: &[u8]| option.eq_ignore_ascii_case(keyword);
+            if is(b"WITHDEADLINE") && !options.with_deadline {
+                options.with_deadline = true;
+                continue;
+            }
+            let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
             if is(b"ID") && options.request_id.is_none() {
                 options.request_id = Some(id(value, ERR_BAD_REQUEST)?);
                 options.request_arg = Some(value);
@@ -71,6 +79,7 @@ impl<'a> DeductOptions<'a> {
 }
 
 /// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
+/// [WITHDEADLINE]
 pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, user_arg, qty_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
@@ -80,7 +89,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    let judge = move |item: &SaleItem, moment: Moment| {
+    // The deadline of the hold the call made or replayed, for WITHDEADLINE.
+    let deadline = Cell::new(None);
+    let judge = |item: &SaleItem, moment: Moment| {
         // Moved in whole, so that the rewrite outlives the call.
         let rewrite_slot = rewrite_slot;
         check_configured_id_length(ctx, item, user, options.request_id)?;
@@ -115,6 +126,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             Verdict::Answer(deduction) => {
                 if matches!(deduction, Deduction::Replayed { .. } | Deduction::Cancelled) {
                     fence_repeat(ctx);
+                }
+                if let (true, Deduction::Replayed { .. }, Some(request_id)) =
+                    (options.with_deadline, deduction, options.request_id)
+                {
+                    deadline.set(item.pending_deadline(request_id, moment));
                 }
                 return Ok(Judgement::Answer(RedisValue::Integer(deduction_reply(
                     deduction,
@@ -160,6 +176,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
             purchase.replicated_moment = Some(at);
         }
+        deadline.set(hold_until);
         Ok(Judgement::Decide(Decision {
             change,
             effect,
@@ -170,10 +187,17 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let reply = write_item(ctx, name, judge, |_, remaining, _| {
         RedisValue::Integer(remaining)
     });
-    if let Ok(RedisValue::Integer(code)) = reply {
-        stats::count_deduct_reply(code);
+    match reply {
+        Ok(RedisValue::Integer(code)) => {
+            stats::count_deduct_reply(code);
+            if !options.with_deadline {
+                return reply;
+            }
+            let deadline = deadline.get().map_or(RedisValue::Null, RedisValue::Integer);
+            Ok(RedisValue::Array(vec![RedisValue::Integer(code), deadline]))
+        }
+        reply => reply,
     }
-    reply
 }
 
 /// DEDUCT's reply when it sells nothing.
@@ -192,12 +216,34 @@ fn deduction_reply(deduction: Deduction) -> i64 {
     }
 }
 
-/// SECKILL.CONFIRM key request_id
+/// The DETAIL flag of CONFIRM and REFUND, after the request id.
+fn detail_flag(rest: &[Arg]) -> Result<bool, RedisError> {
+    match rest {
+        [] => Ok(false),
+        [flag] if flag.is_keyword("DETAIL") => Ok(true),
+        _ => Err(RedisError::Str(ERR_SYNTAX)),
+    }
+}
+
+/// Why CONFIRM or REFUND found nothing to do with `request_id`, as DETAIL
+/// replies it; `otherwise` for a request in no such state (an item whose
+/// records disagree, which loaders refuse).
+fn why_not(item: &SaleItem, request_id: &[u8], moment: Moment, otherwise: i64) -> i64 {
+    match item.request_status(request_id, moment) {
+        None => UNKNOWN_REQUEST,
+        Some(Status::Refunded) => REQUEST_REFUNDED,
+        Some(Status::Lapsed) => REQUEST_LAPSED,
+        Some(_) => otherwise,
+    }
+}
+
+/// SECKILL.CONFIRM key request_id [DETAIL]
 pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, request_id] = args else {
+    let [_, name, request_id, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    let detail = detail_flag(rest)?;
     write_item(
         ctx,
         name,
@@ -209,6 +255,9 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                         #[cfg(test)]
                         Confirmation::Confirmed => 1,
                         Confirmation::AlreadyConfirmed => 0,
+                        Confirmation::Cancelled if detail => {
+                            why_not(item, request_id, moment, CANCELLED)
+                        }
                         Confirmation::Cancelled => CANCELLED,
                     }))
                 }
@@ -249,12 +298,13 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
     )
 }
 
-/// SECKILL.REFUND key request_id
+/// SECKILL.REFUND key request_id [DETAIL]
 pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, request_id] = args else {
+    let [_, name, request_id, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
+    let detail = detail_flag(rest)?;
     write_item(
         ctx,
         name,
@@ -262,7 +312,10 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
             Ok(match item.judge_refund(request_id, moment)? {
                 Verdict::Answer(units) => {
                     fence_repeat(ctx);
-                    Judgement::Answer(RedisValue::Integer(units))
+                    Judgement::Answer(RedisValue::Integer(match units {
+                        0 if detail => why_not(item, request_id, moment, 0),
+                        units => units,
+                    }))
                 }
                 Verdict::Change(change) => {
                     Judgement::Decide(verbatim(change, c"seckill.refund", moment))

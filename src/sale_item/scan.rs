@@ -91,6 +91,18 @@ impl SaleItem {
         })
     }
 
+    /// Where `request_id` stands at `moment`, the moment a write is judged
+    /// at; None if this item never saw it.
+    pub fn request_status(&self, request_id: &[u8], moment: Moment) -> Option<Status> {
+        Some(Status::of(&self.request(request_id)?, moment))
+    }
+
+    /// The deadline of `request_id`'s hold if it is pending at `moment`.
+    pub fn pending_deadline(&self, request_id: &[u8], moment: Moment) -> Option<i64> {
+        let request = self.request(request_id)?;
+        (Status::of(&request, moment) == Status::Held).then_some(request.deadline)
+    }
+
     /// Up to `count` records from `cursor` on, judged at `now` (a hold due
     /// by then is lapsed, as reads report it), and the cursor of the next
     /// call: 0 when the scan is over. A cursor this item did not give is
