@@ -42,9 +42,9 @@ export interface DeductOptions {
   qty?: SeckillInt;
   /** Records the purchase under this id: a retry gets the same reply and buys nothing. */
   requestId?: SeckillId;
-  /** Reserve the units for this many seconds (needs requestId). */
+  /** Reserve the units for this many seconds (needs requestId); the result then has the hold's `deadline`. */
   hold?: SeckillInt;
-  /** Reserve the units until this Unix time in ms, or Date (needs requestId). */
+  /** Reserve the units until this Unix time in ms, or Date (needs requestId); the result then has the hold's `deadline`. */
   holdUntil?: SeckillTime;
 }
 
@@ -102,13 +102,47 @@ export declare const Outcome: Readonly<{
 /** The outcome of `deduct` (there is no "replayed": a retry gets the first reply). */
 export type Outcome = (typeof Outcome)[keyof typeof Outcome];
 
+/**
+ * The outcome of `confirm`. `confirm` sends DETAIL, so a hold that is gone
+ * comes back as REFUNDED, LAPSED or UNKNOWN_REQUEST; CANCELLED is what a
+ * CONFIRM sent without DETAIL (a raw call) answers for all three.
+ */
 export declare const ConfirmOutcome: Readonly<{
+  /** The pending hold is a final purchase now. */
   CONFIRMED: 'CONFIRMED';
+  /** It was final already: confirmed before, or bought without a hold. */
   ALREADY_FINAL: 'ALREADY_FINAL';
+  /** Without DETAIL: refunded, lapsed, or an unknown request id. */
   CANCELLED: 'CANCELLED';
   NO_ITEM: 'NO_ITEM';
+  /** The purchase was refunded. */
+  REFUNDED: 'REFUNDED';
+  /** The hold lapsed unconfirmed: its units went back on sale. */
+  LAPSED: 'LAPSED';
+  /** The item never saw this request id. */
+  UNKNOWN_REQUEST: 'UNKNOWN_REQUEST';
 }>;
 export type ConfirmOutcome = (typeof ConfirmOutcome)[keyof typeof ConfirmOutcome];
+
+/**
+ * The outcome of `refund`. `refund` sends DETAIL, so a refund that gives
+ * nothing back says why (ALREADY_REFUNDED, LAPSED, UNKNOWN_REQUEST);
+ * NOTHING is what a REFUND sent without DETAIL (a raw call) answers for all three.
+ */
+export declare const RefundOutcome: Readonly<{
+  /** The units were given back (how many: `units`). */
+  REFUNDED: 'REFUNDED';
+  /** Without DETAIL: an unknown request id, one refunded already, or a hold that lapsed. */
+  NOTHING: 'NOTHING';
+  NO_ITEM: 'NO_ITEM';
+  /** Refunded before: its units went back then. */
+  ALREADY_REFUNDED: 'ALREADY_REFUNDED';
+  /** The hold lapsed unconfirmed, and its units went back then. */
+  LAPSED: 'LAPSED';
+  /** The item never saw this request id. */
+  UNKNOWN_REQUEST: 'UNKNOWN_REQUEST';
+}>;
+export type RefundOutcome = (typeof RefundOutcome)[keyof typeof RefundOutcome];
 
 export declare const SettleOutcome: Readonly<{
   /** The transfer was open and is closed now. */
@@ -127,10 +161,28 @@ export declare class DeductResult {
   readonly outcome: Outcome;
   /** Remaining stock after the purchase when BOUGHT (UNLIMITED_STOCK for an unlimited item), else null. */
   readonly stock: number | null;
+  /**
+   * The hold's deadline, Unix milliseconds, when the call made a hold (or
+   * replayed one still pending), else null: a purchase without a hold, a
+   * refusal, a hold confirmed or gone since.
+   */
+  readonly deadline: number | null;
   /** outcome === BOUGHT */
   readonly ok: boolean;
   /** outcome === BOUGHT */
   readonly bought: boolean;
+}
+
+/** What `refund` returns. */
+export declare class RefundResult {
+  private constructor();
+  readonly outcome: RefundOutcome;
+  /** The units given back (1 or more) when REFUNDED, else null. */
+  readonly units: number | null;
+  /** outcome === REFUNDED */
+  readonly ok: boolean;
+  /** outcome === REFUNDED */
+  readonly refunded: boolean;
 }
 
 /**
@@ -139,7 +191,7 @@ export declare class DeductResult {
  */
 export declare class Durable<T = unknown> {
   private constructor();
-  /** The command's usual value (DeductResult, ConfirmOutcome, refund's units or null). */
+  /** The command's usual value (DeductResult, ConfirmOutcome, RefundResult). */
   readonly result: T;
   /** What WAIT answered: the replicas that acknowledged the write. */
   readonly replicas: number;
@@ -317,13 +369,13 @@ export declare class UnavailableError extends SeckillError {}
 export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unknown }> {
   /** SECKILL.INIT: true if created (or replaced), false if it existed. */
   init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): R['init'];
-  /** SECKILL.DEDUCT: sells `qty` (default 1) units to `user`. */
+  /** SECKILL.DEDUCT: sells `qty` (default 1) units to `user` (with a hold, the result has its `deadline`). */
   deduct(key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): R['deduct'];
-  /** SECKILL.CONFIRM: makes a pending hold final. */
+  /** SECKILL.CONFIRM (with DETAIL): makes a pending hold final, or says why it cannot (refunded, lapsed, unknown id). */
   confirm(key: SeckillKey, requestId: SeckillId): R['confirm'];
   /** SECKILL.RELEASE: lets the named holds lapse now; how many did; null if no item. */
   release(key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>): R['release'];
-  /** SECKILL.REFUND: units given back (0 unknown or already refunded); null if no item. */
+  /** SECKILL.REFUND (with DETAIL): gives the units back; the outcome says why nothing was (already refunded, lapsed, unknown id, no item). */
   refund(key: SeckillKey, requestId: SeckillId): R['refund'];
   /** SECKILL.ADD: the new stock (with a transferId, once per id; a retry: the same reply); null if no item. */
   add(key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null): R['add'];
@@ -363,7 +415,7 @@ export interface SeckillValues {
   deduct: DeductResult;
   confirm: ConfirmOutcome;
   release: number | null;
-  refund: number | null;
+  refund: RefundResult;
   add: number | null;
   window: true | null;
   stream: true | null;
@@ -383,7 +435,7 @@ export interface SeckillWaitCommands {
   deduct(key: SeckillKey, user: SeckillId, qty: SeckillInt | null | undefined, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   deduct(key: SeckillKey, user: SeckillId, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   confirm(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<ConfirmOutcome>>;
-  refund(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<number | null>>;
+  refund(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<RefundResult>>;
 }
 
 /** The iterator over an item's records (ioredis: client.seckill; node-redis: seckillOf(client)). */
@@ -423,7 +475,7 @@ export interface SplitItemClient {
     init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): Promise<boolean>;
     deduct(key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): Promise<DeductResult>;
     confirm(key: SeckillKey, requestId: SeckillId): Promise<ConfirmOutcome>;
-    refund(key: SeckillKey, requestId: SeckillId): Promise<number | null>;
+    refund(key: SeckillKey, requestId: SeckillId): Promise<RefundResult>;
     bought(key: SeckillKey, user: SeckillId): Promise<number | null>;
     get(key: SeckillKey): Promise<number | null>;
     info(key: SeckillKey): Promise<ItemInfo | null>;
@@ -460,8 +512,8 @@ export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   confirm(user: SeckillId, requestId: SeckillId, options: WaitOptions): Promise<Durable<ConfirmOutcome>>;
   confirm(user: SeckillId, requestId: SeckillId): Promise<ConfirmOutcome>;
   /** SECKILL.REFUND on the user's part (with a wait: a Durable). */
-  refund(user: SeckillId, requestId: SeckillId, options: WaitOptions): Promise<Durable<number | null>>;
-  refund(user: SeckillId, requestId: SeckillId): Promise<number | null>;
+  refund(user: SeckillId, requestId: SeckillId, options: WaitOptions): Promise<Durable<RefundResult>>;
+  refund(user: SeckillId, requestId: SeckillId): Promise<RefundResult>;
   /** SECKILL.BOUGHT on the user's part. */
   bought(user: SeckillId): Promise<number | null>;
   /** The remaining stock summed over the parts (missing parts count 0); null if no part exists. */

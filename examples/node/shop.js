@@ -19,7 +19,7 @@
 const Fastify = require('fastify');
 const { createClient } = require('redis');
 const {
-  seckill, seckillOf, Outcome, ConfirmOutcome, RequestStatus, SeckillError, RequestIdConflictError,
+  seckill, seckillOf, Outcome, ConfirmOutcome, RefundOutcome, RequestStatus, SeckillError, RequestIdConflictError,
 } = require('seckill-client');
 
 // How long a buyer has to pay before the unit goes back on sale.
@@ -35,6 +35,15 @@ const REFUSED = {
   [Outcome.CANCELLED]: [410, 'order cancelled or expired'],
   [Outcome.NOT_STARTED]: [403, 'the sale has not started'],
   [Outcome.ENDED]: [410, 'the sale has ended'],
+};
+
+// Why a payment was not taken (take no money, or give it back): confirm
+// tells an expired order from a cancelled or unknown one by itself.
+const UNPAID = {
+  [ConfirmOutcome.NO_ITEM]: [404, 'no such sale'],
+  [ConfirmOutcome.UNKNOWN_REQUEST]: [404, 'no such order'],
+  [ConfirmOutcome.LAPSED]: [410, 'order expired'],
+  [ConfirmOutcome.REFUNDED]: [410, 'order cancelled'],
 };
 
 async function buildShop(redisUrl) {
@@ -87,21 +96,16 @@ async function buildShop(redisUrl) {
       if (!durable) return reply.code(503).send({ order, error: 'payment not on enough replicas yet, send it again' });
       return { order, status: 'paid' };
     }
-    if (result === ConfirmOutcome.NO_ITEM) return reply.code(404).send({ order, error: 'no such sale' });
-    // Expired, cancelled or never placed: take no money (or give it back), and say which.
-    const state = await sk.status(item, order);
-    if (state === null || state.status === RequestStatus.UNKNOWN) {
-      return reply.code(404).send({ order, error: 'no such order' });
-    }
-    const expired = state.status === RequestStatus.LAPSED;
-    return reply.code(410).send({ order, error: expired ? 'order expired' : 'order cancelled' });
+    const [code, error] = UNPAID[result];
+    return reply.code(code).send({ order, error });
   });
 
   app.post('/orders/:order/cancel', async ({ params: { order }, query: { item } }, reply) => {
-    const units = await sk.refund(item, order);
-    if (units === null) return reply.code(404).send({ order, error: 'no such sale' });
-    // 0: unknown, or cancelled before; the unit went back once either way.
-    return { order, status: 'cancelled', units_returned: units };
+    const { outcome, units } = await sk.refund(item, order);
+    if (outcome === RefundOutcome.NO_ITEM) return reply.code(404).send({ order, error: 'no such sale' });
+    if (outcome === RefundOutcome.UNKNOWN_REQUEST) return reply.code(404).send({ order, error: 'no such order' });
+    // Cancelled before, or expired unpaid: the unit went back once either way.
+    return { order, status: 'cancelled', units_returned: units ?? 0 };
   });
 
   return app;

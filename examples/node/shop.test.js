@@ -86,3 +86,49 @@ test('a small sale sells out exactly, keeps the limit and never sells a retry tw
   assert.equal((await call('GET', `/items/${encodeURIComponent(ITEM)}`)).body.stock, 0);
   assert.equal((await call('GET', '/items/none')).status, 404);
 });
+
+// How many SECKILL.STATUS calls the server has run.
+async function statusCalls() {
+  const stats = await server.command('INFO', 'commandstats');
+  const line = stats.split('\r\n').find((l) => l.startsWith('cmdstat_seckill.status:'));
+  return line ? Number(/calls=(\d+)/.exec(line)[1]) : 0;
+}
+
+test('a payment tells an expired order from a cancelled or unknown one in one call; a cancel tells an unknown order', async () => {
+  const item = '{sku:fates}';
+  const on = (id, action) => call('POST', `/orders/${id}/${action}`, { item });
+  assert.equal((await call('POST', `/items/${encodeURIComponent(item)}`, { stock: 3, limit: 1 })).status, 201);
+  for (const id of ['paid', 'expired', 'cancelled']) {
+    assert.equal((await call('POST', `/orders/${id}`, { item, user: `buyer-${id}` })).status, 201);
+  }
+  // The buyer of 'expired' never pays: its hold lapses (RELEASE lets it lapse now).
+  assert.equal(await server.command('SECKILL.RELEASE', item, 'expired'), 1);
+  assert.equal((await on('cancelled', 'cancel')).body.units_returned, 1);
+
+  const before = await statusCalls();
+  assert.deepEqual((await on('paid', 'pay')).body, { order: 'paid', status: 'paid' });
+  const answers = {};
+  for (const id of ['expired', 'cancelled', 'never-placed']) {
+    const { status, body } = await on(id, 'pay');
+    answers[id] = [status, body.error];
+  }
+  assert.deepEqual(answers, {
+    expired: [410, 'order expired'],
+    cancelled: [410, 'order cancelled'],
+    'never-placed': [404, 'no such order'],
+  });
+  const noSale = await call('POST', '/orders/paid/pay', { item: '{sku:none}' });
+  assert.deepEqual([noSale.status, noSale.body.error], [404, 'no such sale']);
+  assert.equal(await statusCalls(), before, 'confirm alone told them apart');
+
+  // Cancelling: an order that expired unpaid, or was cancelled before, gave
+  // its unit back already; one never placed is no order at all.
+  assert.deepEqual((await on('expired', 'cancel')).body, { order: 'expired', status: 'cancelled', units_returned: 0 });
+  assert.deepEqual((await on('cancelled', 'cancel')).body, { order: 'cancelled', status: 'cancelled', units_returned: 0 });
+  const unknown = await on('never-placed', 'cancel');
+  assert.deepEqual([unknown.status, unknown.body.error], [404, 'no such order']);
+  const noItem = await call('POST', '/orders/paid/cancel', { item: '{sku:none}' });
+  assert.deepEqual([noItem.status, noItem.body.error], [404, 'no such sale']);
+  // 3 units: one paid, two back on sale.
+  assert.equal((await call('GET', `/items/${encodeURIComponent(item)}`)).body.stock, 2);
+});

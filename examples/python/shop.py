@@ -23,7 +23,7 @@ import redis.asyncio as redis
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from seckill import ConfirmOutcome, Outcome, RequestIdConflictError, RequestStatus
+from seckill import ConfirmOutcome, Outcome, RefundOutcome, RequestIdConflictError, RequestStatus
 from seckill.asyncio import Seckill
 
 # How long a buyer has to pay before the unit goes back on sale.
@@ -96,18 +96,19 @@ async def pay(order: str, item: str) -> JSONResponse:
         return answer(200, order=order, status="paid")
     if done.result is ConfirmOutcome.NO_ITEM:
         return answer(404, order=order, error="no such sale")
-    # Expired, cancelled or never placed: take no money (or give it back), and say which.
-    state = await sk.status(item, order)
-    if state is None or state.status is RequestStatus.UNKNOWN:
+    if done.result is ConfirmOutcome.UNKNOWN_REQUEST:
         return answer(404, order=order, error="no such order")
-    expired = state.status is RequestStatus.LAPSED
+    # Expired or cancelled: take no money (or give it back), and say which.
+    expired = done.result is ConfirmOutcome.LAPSED
     return answer(410, order=order, error="order expired" if expired else "order cancelled")
 
 
 @app.post("/orders/{order}/cancel")
 async def cancel(order: str, item: str) -> JSONResponse:
-    units = await sk.refund(item, order)
-    if units is None:
+    refund = await sk.refund(item, order)
+    if refund.outcome is RefundOutcome.NO_ITEM:
         return answer(404, order=order, error="no such sale")
-    # 0: unknown, or cancelled before; the unit went back once either way.
-    return answer(200, order=order, status="cancelled", units_returned=units)
+    if refund.outcome is RefundOutcome.UNKNOWN_REQUEST:
+        return answer(404, order=order, error="no such order")
+    # Cancelled before, or expired unpaid: the unit went back once already.
+    return answer(200, order=order, status="cancelled", units_returned=refund.units or 0)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,32 +25,37 @@ ITEM = "{sku:shop}"
 
 
 @pytest.fixture
-def shop() -> httpx.Client:
-    with servers.standalone() as server:
-        port = servers.free_port({server.port})
-        service = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "shop:app",
-             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-            env={"SHOP_REDIS_URL": f"redis://127.0.0.1:{server.port}/0", "PATH": "/usr/bin:/bin"},
-        )  # fmt: skip
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
-                deadline = time.monotonic() + 20
-                while True:
-                    try:
-                        http.get(f"/items/{ITEM}")
-                        break
-                    except httpx.TransportError:
-                        assert service.poll() is None, "the service exited"
-                        assert time.monotonic() < deadline, "the service did not start"
-                        time.sleep(0.1)
-                yield http
-        finally:
-            service.terminate()
-            service.wait(10)
+def server() -> Iterator[servers.Server]:
+    with servers.standalone() as started:
+        yield started
 
 
-def test_a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_twice(shop):
+@pytest.fixture
+def shop(server: servers.Server) -> Iterator[httpx.Client]:
+    port = servers.free_port({server.port})
+    service = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "shop:app",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        env={"SHOP_REDIS_URL": f"redis://127.0.0.1:{server.port}/0", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    http.get(f"/items/{ITEM}")
+                    break
+                except httpx.TransportError:
+                    assert service.poll() is None, "the service exited"
+                    assert time.monotonic() < deadline, "the service did not start"
+                    time.sleep(0.1)
+            yield http
+    finally:
+        service.terminate()
+        service.wait(10)
+
+
+def test_a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_twice(shop, server):
     http = shop
     assert http.post(f"/items/{ITEM}", params={"stock": 5, "limit": 1}).status_code == 201
     assert http.post(f"/items/{ITEM}", params={"stock": 5, "limit": 1}).status_code == 200
@@ -107,3 +113,18 @@ def test_a_small_sale_sells_out_exactly_keeps_the_limit_and_never_sells_a_retry_
     assert sorted(reply.status_code for reply in replies) == [201] + [409] * (len(late) - 1)
     assert http.get(f"/items/{ITEM}").json()["stock"] == 0
     assert http.get("/items/{sku:none}").status_code == 404
+
+    # The order nobody paid for lapses (released now, as at its deadline): a payment is refused as
+    # expired, and cancelling it gives nothing back, its unit went back on sale when it lapsed.
+    with server.client() as admin:
+        assert admin.execute_command("SECKILL.RELEASE", ITEM, f"o-{held[4]}") == 1
+    expired = http.post(f"/orders/o-{held[4]}/pay", params={"item": ITEM})
+    assert (expired.status_code, expired.json()["error"]) == (410, "order expired")
+    assert http.get(f"/orders/o-{held[4]}", params={"item": ITEM}).json()["status"] == "lapsed"
+    cancelled = http.post(f"/orders/o-{held[4]}/cancel", params={"item": ITEM})
+    assert (cancelled.status_code, cancelled.json()["units_returned"]) == (200, 0)
+    assert http.get(f"/items/{ITEM}").json()["stock"] == 1
+    unknown = http.post("/orders/nope/cancel", params={"item": ITEM})
+    assert (unknown.status_code, unknown.json()["error"]) == (404, "no such order")
+    no_sale = http.post("/orders/nope/cancel", params={"item": "{sku:none}"})
+    assert (no_sale.status_code, no_sale.json()["error"]) == (404, "no such sale")

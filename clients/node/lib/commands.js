@@ -4,10 +4,14 @@
 // (and which of them are keys), and how its reply becomes a typed value.
 // deduct, confirm and refund may also ask for a wait: WAIT sent right after
 // the command, on its connection (see lib/wait.js and ioredis.js).
+// confirm and refund always send DETAIL, and deduct with a hold sends
+// WITHDEADLINE, so that their typed values say why a hold is gone and when a
+// hold ends without a second round trip.
 
 const {
   UNLIMITED,
   DeductResult,
+  RefundResult,
   ItemInfo,
   OrderState,
   toInteger,
@@ -173,6 +177,8 @@ function buildDeduct(key, user, qty, options) {
   if (given(o.requestId)) args.push('ID', bytes(o.requestId, 'requestId'));
   if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
   if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
+  // Only a hold has a deadline: a purchase without one keeps its integer reply.
+  if (given(o.hold) || given(o.holdUntil)) args.push('WITHDEADLINE');
   return { args, keys: [0], wait: waitOf(o, 'deduct') };
 }
 
@@ -181,7 +187,7 @@ const deductOptionsAt = (callArgs) => (isOptions(callArgs[2]) && callArgs[3] ===
 
 function buildConfirm(key, requestId, options) {
   const o = checkOptions(options, WAIT_OPTIONS, 'confirm');
-  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0], wait: waitOf(o, 'confirm') };
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId'), 'DETAIL'], keys: [0], wait: waitOf(o, 'confirm') };
 }
 
 function buildRelease(key, ...requestIds) {
@@ -191,7 +197,7 @@ function buildRelease(key, ...requestIds) {
 
 function buildRefund(key, requestId, options) {
   const o = checkOptions(options, WAIT_OPTIONS, 'refund');
-  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0], wait: waitOf(o, 'refund') };
+  return { args: [bytes(key, 'key'), bytes(requestId, 'requestId'), 'DETAIL'], keys: [0], wait: waitOf(o, 'refund') };
 }
 
 // add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId)
@@ -299,7 +305,10 @@ const COMMANDS = [
     waitsAt: () => 2,
   },
   { method: 'release', name: 'SECKILL.RELEASE', readonly: false, build: buildRelease, parse: countOrNull },
-  { method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: countOrNull, waitsAt: () => 2 },
+  {
+    method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: RefundResult.fromReply,
+    waitsAt: () => 2,
+  },
   { method: 'add', name: 'SECKILL.ADD', readonly: false, build: buildAdd, parse: countOrNull },
   { method: 'window', name: 'SECKILL.WINDOW', readonly: false, build: buildWindow, parse: trueOrNull },
   { method: 'stream', name: 'SECKILL.STREAM', readonly: false, build: buildStream, parse: trueOrNull },

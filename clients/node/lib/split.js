@@ -140,7 +140,10 @@ class SplitItem {
     return this.#sk.confirm(this.#partOf(user), requestId, options);
   }
 
-  /** SECKILL.REFUND on the user's part (options: { waitReplicas, waitTimeoutMs }, then a Durable). */
+  /**
+   * SECKILL.REFUND on the user's part: a RefundResult (options:
+   * { waitReplicas, waitTimeoutMs }, then a Durable of it).
+   */
   refund(user, requestId, options) {
     return this.#sk.refund(this.#partOf(user), requestId, options);
   }

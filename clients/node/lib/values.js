@@ -43,12 +43,26 @@ const OUTCOME_BY_CODE = new Map([
   [-6, Outcome.ENDED],
 ]);
 
-/** The outcome of `confirm`. */
+/**
+ * The outcome of `confirm`. `confirm` sends DETAIL, so a hold that is gone
+ * comes back as REFUNDED, LAPSED or UNKNOWN_REQUEST; CANCELLED is what a
+ * CONFIRM sent without DETAIL (a raw call) answers for all three.
+ */
 const ConfirmOutcome = Object.freeze({
+  /** The pending hold is a final purchase now. */
   CONFIRMED: 'CONFIRMED',
+  /** It was final already: confirmed before, or bought without a hold. */
   ALREADY_FINAL: 'ALREADY_FINAL',
+  /** Without DETAIL: refunded, lapsed, or an unknown request id. */
   CANCELLED: 'CANCELLED',
+  /** No such item. */
   NO_ITEM: 'NO_ITEM',
+  /** The purchase was refunded. */
+  REFUNDED: 'REFUNDED',
+  /** The hold lapsed unconfirmed: its units went back on sale. */
+  LAPSED: 'LAPSED',
+  /** The item never saw this request id. */
+  UNKNOWN_REQUEST: 'UNKNOWN_REQUEST',
 });
 
 const CONFIRM_BY_CODE = new Map([
@@ -56,6 +70,38 @@ const CONFIRM_BY_CODE = new Map([
   [0, ConfirmOutcome.ALREADY_FINAL],
   [-4, ConfirmOutcome.CANCELLED],
   [-3, ConfirmOutcome.NO_ITEM],
+  [-7, ConfirmOutcome.REFUNDED],
+  [-8, ConfirmOutcome.LAPSED],
+  [-9, ConfirmOutcome.UNKNOWN_REQUEST],
+]);
+
+/**
+ * The outcome of `refund`. `refund` sends DETAIL, so a refund that gives
+ * nothing back says why (ALREADY_REFUNDED, LAPSED, UNKNOWN_REQUEST);
+ * NOTHING is what a REFUND sent without DETAIL (a raw call) answers for all three.
+ */
+const RefundOutcome = Object.freeze({
+  /** The units were given back (how many: `units`). */
+  REFUNDED: 'REFUNDED',
+  /** Without DETAIL: an unknown request id, one refunded already, or a hold that lapsed. */
+  NOTHING: 'NOTHING',
+  /** No such item. */
+  NO_ITEM: 'NO_ITEM',
+  /** Refunded before: its units went back then. */
+  ALREADY_REFUNDED: 'ALREADY_REFUNDED',
+  /** The hold lapsed unconfirmed, and its units went back then. */
+  LAPSED: 'LAPSED',
+  /** The item never saw this request id. */
+  UNKNOWN_REQUEST: 'UNKNOWN_REQUEST',
+});
+
+// Codes from 1 up are REFUNDED (the reply is the units given back).
+const REFUND_BY_CODE = new Map([
+  [0, RefundOutcome.NOTHING],
+  [-3, RefundOutcome.NO_ITEM],
+  [-7, RefundOutcome.ALREADY_REFUNDED],
+  [-8, RefundOutcome.LAPSED],
+  [-9, RefundOutcome.UNKNOWN_REQUEST],
 ]);
 
 /** The outcome of `settle`. */
@@ -77,13 +123,22 @@ const SETTLE_BY_CODE = new Map([
   [-3, SettleOutcome.NO_ITEM],
 ]);
 
-/** What `deduct` returns: an outcome, and the remaining stock when bought. */
+/**
+ * What `deduct` returns: an outcome, the remaining stock when bought, and the
+ * hold's deadline when the call made a hold.
+ */
 class DeductResult {
-  constructor(outcome, stock) {
+  constructor(outcome, stock, deadline = null) {
     /** One of `Outcome`. */
     this.outcome = outcome;
     /** The remaining stock after the purchase when BOUGHT, else null. */
     this.stock = stock;
+    /**
+     * The hold's deadline, Unix milliseconds, when the call made a hold (or
+     * replayed one still pending), else null: a purchase without a hold, a
+     * refusal, a hold confirmed or gone since.
+     */
+    this.deadline = deadline;
     Object.freeze(this);
   }
 
@@ -97,12 +152,46 @@ class DeductResult {
     return this.outcome === Outcome.BOUGHT;
   }
 
+  // The integer reply, or [code, deadline] when the call sent WITHDEADLINE
+  // (deduct does with a hold; a raw call or pipeline may either way).
   static fromReply(reply) {
-    const code = toInteger(reply);
-    if (code >= 0) return new DeductResult(Outcome.BOUGHT, code);
+    const withDeadline = Array.isArray(reply);
+    if (withDeadline && reply.length !== 2) throw unexpected('SECKILL.DEDUCT', reply);
+    const code = toInteger(withDeadline ? reply[0] : reply);
+    const deadline = withDeadline ? toIntegerOrNull(reply[1]) : null;
+    if (code >= 0) return new DeductResult(Outcome.BOUGHT, code, deadline);
     const outcome = OUTCOME_BY_CODE.get(code);
     if (outcome === undefined) throw unexpected('SECKILL.DEDUCT', reply);
-    return new DeductResult(outcome, null);
+    return new DeductResult(outcome, null, deadline);
+  }
+}
+
+/** What `refund` returns: an outcome, and the units given back when REFUNDED. */
+class RefundResult {
+  constructor(outcome, units) {
+    /** One of `RefundOutcome`. */
+    this.outcome = outcome;
+    /** The units given back (1 or more) when REFUNDED, else null. */
+    this.units = units;
+    Object.freeze(this);
+  }
+
+  /** True when units were given back by this call. */
+  get ok() {
+    return this.outcome === RefundOutcome.REFUNDED;
+  }
+
+  /** Same as `ok`. */
+  get refunded() {
+    return this.outcome === RefundOutcome.REFUNDED;
+  }
+
+  static fromReply(reply) {
+    const code = toInteger(reply);
+    if (code >= 1) return new RefundResult(RefundOutcome.REFUNDED, code);
+    const outcome = REFUND_BY_CODE.get(code);
+    if (outcome === undefined) throw unexpected('SECKILL.REFUND', reply);
+    return new RefundResult(outcome, null);
   }
 }
 
@@ -113,7 +202,7 @@ class DeductResult {
  */
 class Durable {
   constructor(result, replicas, durable) {
-    /** The command's usual value (DeductResult, ConfirmOutcome, refund's count). */
+    /** The command's usual value (DeductResult, ConfirmOutcome, RefundResult). */
     this.result = result;
     /** What WAIT answered: the replicas that acknowledged the write. */
     this.replicas = replicas;
@@ -423,8 +512,10 @@ module.exports = {
   UNLIMITED_STOCK_BIGINT,
   Outcome,
   ConfirmOutcome,
+  RefundOutcome,
   SettleOutcome,
   DeductResult,
+  RefundResult,
   Durable,
   Hold,
   Transfer,

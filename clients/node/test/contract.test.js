@@ -3,7 +3,7 @@
 // tests and the other client libraries' tests read too: every error the
 // contract can provoke, sent to a real server through node-redis and
 // ioredis and typed by this library into the contract's kind, code, text and
-// retryability; the outcome names and codes of DEDUCT, CONFIRM and SETTLE;
+// retryability; the outcome names and codes of DEDUCT, CONFIRM, REFUND and SETTLE;
 // INFO's fields.
 
 const { test, before, after } = require('node:test');
@@ -14,7 +14,7 @@ const { createClient } = require('redis');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
 const {
-  ErrorKind, SeckillError, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo,
+  ErrorKind, SeckillError, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, RefundResult, ItemInfo,
 } = require('..');
 const { parseConfirm, parseSettle } = require('../lib/values');
 
@@ -135,6 +135,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
 const TYPED = {
   'SECKILL.DEDUCT': { names: Outcome, decode: (reply) => DeductResult.fromReply(reply).outcome },
   'SECKILL.CONFIRM': { names: ConfirmOutcome, decode: parseConfirm },
+  'SECKILL.REFUND': { names: RefundOutcome, decode: (reply) => RefundResult.fromReply(reply).outcome },
   'SECKILL.SETTLE': { names: SettleOutcome, decode: parseSettle },
 };
 
@@ -158,6 +159,9 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
         assert.equal(TYPED[command].decode(reply), outcome.name, `${command} ${outcome.name}`);
         if (command === 'SECKILL.DEDUCT') {
           assert.equal(DeductResult.fromReply(reply).stock, outcome.name === 'BOUGHT' ? kase.reply : null);
+        }
+        if (command === 'SECKILL.REFUND') {
+          assert.equal(RefundResult.fromReply(reply).units, outcome.name === 'REFUNDED' ? kase.reply : null);
         }
       }
     }

@@ -15,10 +15,12 @@ const assert = require('node:assert/strict');
 const { createClient } = require('redis');
 const Redis = require('ioredis');
 const { startServer, startReplica, sleep } = require('./helpers/servers');
-const { expectSeckillError, rejectsWith, plain, bought, rejected } = require('./helpers/suite');
 const {
-  seckill, installSeckill, seckillOf, Durable, DeductResult, Outcome, ConfirmOutcome, SplitItem, SeckillError,
-  UnavailableError, RequestIdConflictError, ErrorKind,
+  expectSeckillError, rejectsWith, plain, bought, rejected, plainRefund, refunded, notRefunded,
+} = require('./helpers/suite');
+const {
+  seckill, installSeckill, seckillOf, Durable, DeductResult, RefundResult, Outcome, ConfirmOutcome, RefundOutcome, SplitItem,
+  SeckillError, UnavailableError, RequestIdConflictError, ErrorKind,
 } = require('..');
 
 const closers = [];
@@ -90,6 +92,7 @@ function assertDurable(d, result, replicas, durable) {
   assert.ok(Object.isFrozen(d));
   assert.deepEqual(Object.keys(d), ['result', 'replicas', 'durable']);
   if (d.result instanceof DeductResult) assert.deepEqual(plain(d.result), result);
+  else if (d.result instanceof RefundResult) assert.deepEqual(plainRefund(d.result), result);
   else assert.deepEqual(d.result, result);
   assert.equal(d.replicas, replicas);
   assert.equal(d.durable, durable);
@@ -135,11 +138,15 @@ for (const [name, flavour] of Object.entries(FLAVOURS)) {
       const { sk } = await flavour.connect(own);
       assert.equal(await sk.init('{sale}', 5, { limit: 1 }), true);
       // Two holds of a few seconds, each acknowledged by the replica.
-      assertDurable(await sk.deduct('{sale}', 'alice', 1, { requestId: 'h1', hold: 3, waitReplicas: 1, waitTimeoutMs: ACKED }),
-        bought(4), 1, true);
-      assertDurable(await sk.deduct('{sale}', 'bob', { qty: 1, requestId: 'h2', hold: 3, waitReplicas: 1, waitTimeoutMs: ACKED }),
-        bought(3), 1, true);
-      const deadline = Math.max(...(await sk.holds('{sale}')).map((h) => h.deadline));
+      const alice = await sk.deduct('{sale}', 'alice', 1, { requestId: 'h1', hold: 3, waitReplicas: 1, waitTimeoutMs: ACKED });
+      assertDurable(alice, bought(4), 1, true);
+      const bob = await sk.deduct('{sale}', 'bob', { qty: 1, requestId: 'h2', hold: 3, waitReplicas: 1, waitTimeoutMs: ACKED });
+      assertDurable(bob, bought(3), 1, true);
+      // The holds' deadlines come with the results, wait or not.
+      const holds = await sk.holds('{sale}');
+      const heldUntil = (id) => holds.find((h) => h.requestId === id).deadline;
+      assert.deepEqual([alice.result.deadline, bob.result.deadline], [heldUntil('h1'), heldUntil('h2')]);
+      const deadline = Math.max(alice.result.deadline, bob.result.deadline);
 
       // alice pays while the replica is held back: confirmed on the master,
       // not acknowledged by the replica.
@@ -159,7 +166,7 @@ for (const [name, flavour] of Object.entries(FLAVOURS)) {
       assert.equal(await promoted.sk.bought('{sale}', 'alice'), 1);
       assert.equal(await promoted.sk.confirm('{sale}', 'h1'), ConfirmOutcome.ALREADY_FINAL);
       assert.equal(await promoted.sk.bought('{sale}', 'bob'), 0);
-      assert.equal(await promoted.sk.confirm('{sale}', 'h2'), ConfirmOutcome.CANCELLED);
+      assert.equal(await promoted.sk.confirm('{sale}', 'h2'), ConfirmOutcome.LAPSED);
       assert.equal(await promoted.sk.get('{sale}'), 4);
     } finally {
       await own.stop();
@@ -176,15 +183,20 @@ for (const [name, flavour] of Object.entries(FLAVOURS)) {
     assertDurable(await sk.deduct('{w}', 'carol', 2, { requestId: 'o-1', waitReplicas: 1, waitTimeoutMs: ACKED }), bought(8), 1, true);
     assertDurable(await sk.deduct('{w}', 'carol', 1, { requestId: 'o-2', waitReplicas: 1, waitTimeoutMs: ACKED }),
       rejected(Outcome.LIMIT_REACHED), 1, true);
-    assertDurable(await sk.refund('{w}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), 2, 1, true);
-    assertDurable(await sk.refund('{w}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), 0, 1, true);
+    assertDurable(await sk.refund('{w}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), refunded(2), 1, true);
+    // Sent again until durable, a refund says it was done before.
+    assertDurable(await sk.refund('{w}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }),
+      notRefunded(RefundOutcome.ALREADY_REFUNDED), 1, true);
+    assertDurable(await sk.refund('{w}', 'never-used', { waitReplicas: 1, waitTimeoutMs: ACKED }),
+      notRefunded(RefundOutcome.UNKNOWN_REQUEST), 1, true);
+    assertDurable(await sk.confirm('{w}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), ConfirmOutcome.REFUNDED, 1, true);
     assertDurable(await sk.confirm('{nothing}', 'o-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), ConfirmOutcome.NO_ITEM, 1, true);
     // Zero replicas asked: durable whatever WAIT answers.
     const none = await sk.refund('{nothing}', 'o-1', { waitReplicas: 0 });
-    assert.deepEqual([none.result, none.durable], [null, true]);
+    assert.deepEqual([plainRefund(none.result), none.durable], [notRefunded(RefundOutcome.NO_ITEM), true]);
     // More replicas than there are: never durable.
     const more = await sk.refund('{w}', 'o-1', { waitReplicas: 2, waitTimeoutMs: 100 });
-    assert.deepEqual([more.result, more.durable], [0, false]);
+    assert.deepEqual([more.result.outcome, more.durable], [RefundOutcome.ALREADY_REFUNDED, false]);
     assert.ok(more.replicas <= 1);
     assert.equal(await replica.command('SECKILL.GET', '{w}'), 10);
 
@@ -198,7 +210,7 @@ for (const [name, flavour] of Object.entries(FLAVOURS)) {
     const plainResult = await sk.deduct('{w}', 'dave', 1, { requestId: 'o-3' });
     assert.ok(plainResult instanceof DeductResult);
     assert.equal(await sk.confirm('{w}', 'o-3'), ConfirmOutcome.ALREADY_FINAL);
-    assert.equal(await sk.refund('{w}', 'o-3', {}), 1);
+    assert.deepEqual(plainRefund(await sk.refund('{w}', 'o-3', {})), refunded(1));
     // Mistakes are refused before anything is sent.
     await assert.rejects(sk.confirm('{w}', 'o-3', { waitTimeoutMs: 100 }), TypeError);
     await assert.rejects(sk.refund('{w}', 'o-3', { waitReplicas: -1 }), RangeError);
@@ -210,7 +222,7 @@ for (const [name, flavour] of Object.entries(FLAVOURS)) {
     assertDurable(await split.deduct('erin', 1, { requestId: 's-1', hold: 900, waitReplicas: 1, waitTimeoutMs: ACKED }),
       bought(1), 1, true);
     assertDurable(await split.confirm('erin', 's-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), ConfirmOutcome.CONFIRMED, 1, true);
-    assertDurable(await split.refund('erin', 's-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), 1, 1, true);
+    assertDurable(await split.refund('erin', 's-1', { waitReplicas: 1, waitTimeoutMs: ACKED }), refunded(1), 1, true);
     assert.equal(await split.bought('erin'), 0);
   });
 

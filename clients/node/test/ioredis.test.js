@@ -8,11 +8,12 @@ const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+  commandsScenario, scanScenario, transfersScenario, holdsScenario, splitScenario, errorsScenario, expectSeckillError,
+  plain, bought, rejected, plainRefund, refunded, notRefunded, FAR,
 } = require('./helpers/suite');
 const {
-  installSeckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
-  RequestIdConflictError, InvalidArgumentError, ErrorKind, seckillOf,
+  installSeckill, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind, seckillOf, RequestStatus,
 } = require('..');
 
 let server;
@@ -78,6 +79,20 @@ test('take, add with a transfer id, settle and transfers: the same typed values 
   }
   const [first, ...others] = Object.keys(CONFIGS);
   assert.ok(transcripts[first].length > 35);
+  for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
+});
+
+test('every fate of a hold and the deadline of deduct: the same typed values in every configuration', async (t) => {
+  const transcripts = {};
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      transcripts[name] = await holdsScenario(redis.seckill, admin);
+    });
+  }
+  const [first, ...others] = Object.keys(CONFIGS);
+  assert.ok(transcripts[first].length > 20);
   for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
 });
 
@@ -158,7 +173,8 @@ for (const [name, options] of Object.entries({
       .seckill.deduct('{p}', 'carol', 2, { requestId: 'p-1' })
       .exec();
     assert.deepEqual(plain(piped[0][1]), bought(7));
-    assert.deepEqual(piped.slice(1, 4).map(([err, v]) => [err, v]), [[null, 1], [null, 1], [null, 13]]);
+    assert.deepEqual(piped.slice(1, 4).map(([err]) => err), [null, null, null]);
+    assert.deepEqual([piped[1][1], plainRefund(piped[2][1]), piped[3][1]], [1, refunded(1), 13]);
     const moved = await redis.pipeline()
       .seckill.take('{p}', 1, 'm-3')
       .seckill.settle('{p}', 'm-3')
@@ -187,6 +203,57 @@ for (const [name, options] of Object.entries({
     expectSeckillError(failed[1][0], InvalidArgumentError, {
       kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'value is out of range, must be positive',
     });
+  });
+
+  test(`${name}: deadlines and the fates of holds in pipelines and MULTI/EXEC`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    // DEDUCT with a hold replies [code, deadline] inside EXEC too.
+    const tx = await redis.multi()
+      .seckill.init('{f}', 5)
+      .seckill.deduct('{f}', 'ann', 1, { requestId: 'h-1', holdUntil: FAR })
+      .seckill.deduct('{f}', 'bob', 1, { requestId: 'p-1' })
+      .seckillDeduct('{f}', 'cy', 1, { requestId: 'h-2', hold: 600 })
+      .seckill.status('{f}', 'h-2')
+      .seckill.refund('{f}', 'h-2')
+      .seckillRefund('{f}', 'h-2')
+      .seckill.confirm('{f}', 'h-2')
+      .seckillConfirm('{f}', 'never-used')
+      .seckill.refund('{f}', 'never-used')
+      .seckill.deduct('{f}', 'dee', 9, { requestId: 'h-3', hold: 600 })
+      .exec();
+    assert.ok(tx.every(([err]) => err === null));
+    const values = tx.map(([, v]) => v);
+    assert.equal(values[0], true);
+    assert.deepEqual([plain(values[1]), values[1].deadline], [bought(4), FAR]);
+    assert.deepEqual([plain(values[2]), values[2].deadline], [bought(3), null]);
+    assert.deepEqual([plain(values[3]), values[4].status], [bought(2), RequestStatus.HELD]);
+    assert.equal(values[3].deadline, values[4].deadline);
+    assert.deepEqual(values.slice(5, 10).map((v) => (typeof v === 'string' ? v : plainRefund(v))), [
+      refunded(1), notRefunded(RefundOutcome.ALREADY_REFUNDED), ConfirmOutcome.REFUNDED,
+      ConfirmOutcome.UNKNOWN_REQUEST, notRefunded(RefundOutcome.UNKNOWN_REQUEST),
+    ]);
+    assert.deepEqual([plain(values[10]), values[10].deadline], [rejected(Outcome.SOLD_OUT), null]);
+
+    // A hold that lapsed, in a pipeline; with the replay of a pending hold, and of one confirmed since.
+    assert.equal(await admin('SECKILL.RELEASE', '{f}', 'h-1'), 1);
+    await redis.seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR });
+    const piped = await redis.pipeline()
+      .seckill.confirm('{f}', 'h-1')
+      .seckill.refund('{f}', 'h-1')
+      .seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR })
+      .seckill.confirm('{f}', 'h-4')
+      .seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR })
+      .seckill.confirm('{nothing}', 'h-1')
+      .seckill.refund('{nothing}', 'h-1')
+      .exec();
+    assert.ok(piped.every(([err]) => err === null));
+    const got = piped.map(([, v]) => v);
+    assert.deepEqual([got[0], plainRefund(got[1])], [ConfirmOutcome.LAPSED, notRefunded(RefundOutcome.LAPSED)]);
+    assert.deepEqual([plain(got[2]), got[2].deadline], [bought(3), FAR]);
+    assert.equal(got[3], ConfirmOutcome.CONFIRMED);
+    assert.deepEqual([plain(got[4]), got[4].deadline], [bought(3), null]);
+    assert.deepEqual([got[5], plainRefund(got[6])], [ConfirmOutcome.NO_ITEM, notRefunded(RefundOutcome.NO_ITEM)]);
   });
 
   test(`${name}: direct calls reject with typed errors`, async () => {

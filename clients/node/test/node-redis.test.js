@@ -6,11 +6,12 @@ const assert = require('node:assert/strict');
 const { createClient, RESP_TYPES } = require('redis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, plain, bought, FAR,
+  commandsScenario, scanScenario, transfersScenario, holdsScenario, splitScenario, errorsScenario, expectSeckillError,
+  plain, bought, rejected, plainRefund, refunded, notRefunded, FAR,
 } = require('./helpers/suite');
 const {
-  seckill, Outcome, ConfirmOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
-  RequestIdConflictError, InvalidArgumentError, ErrorKind, SplitItem, seckillOf,
+  seckill, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
+  RequestIdConflictError, InvalidArgumentError, ErrorKind, SplitItem, seckillOf, RequestStatus,
 } = require('..');
 
 let server;
@@ -95,6 +96,30 @@ test('take, add with a transfer id, settle and transfers: the same typed values 
   for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
 });
 
+test('every fate of a hold and the deadline of deduct: the same typed values under RESP2, RESP3 and other type mappings', async (t) => {
+  const transcripts = {};
+  const configs = {
+    RESP2: (c) => c,
+    RESP3: (c) => c,
+    'RESP3 mapped': (c) => c.withTypeMapping({
+      [RESP_TYPES.NUMBER]: BigInt,
+      [RESP_TYPES.BLOB_STRING]: Buffer,
+      [RESP_TYPES.SIMPLE_STRING]: Buffer,
+      [RESP_TYPES.MAP]: Map,
+    }),
+    'RESP2 strings': (c) => c.withTypeMapping({ [RESP_TYPES.NUMBER]: String }),
+  };
+  for (const [name, map] of Object.entries(configs)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const client = map(await connect({ RESP: name.startsWith('RESP3') ? 3 : 2 }));
+      transcripts[name] = await holdsScenario(client.seckill, admin);
+    });
+  }
+  assert.ok(transcripts.RESP2.length > 20, `${transcripts.RESP2.length} values`);
+  for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
+});
+
 for (const RESP of [2, 3]) {
   test(`RESP${RESP}: SplitItem over a node-redis client`, async () => {
     await admin('FLUSHALL');
@@ -151,7 +176,7 @@ for (const RESP of [2, 3]) {
       .seckill.add('{p}', 5)
       .execAsPipeline();
     assert.deepEqual(plain(piped[0]), bought(7));
-    assert.deepEqual(piped.slice(1), [1, 1, 13]);
+    assert.deepEqual([piped[1], plainRefund(piped[2]), piped[3]], [1, refunded(1), 13]);
     const moved = await client.multi()
       .seckill.take('{p}', 1, 'm-3')
       .seckill.settle('{p}', 'm-3')
@@ -183,6 +208,53 @@ for (const RESP of [2, 3]) {
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => client.seckill.deduct('{burst}', `u${i}`)));
     assert.deepEqual(results.map((r) => r.stock).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
     assert.deepEqual(plain(await client.seckill.deduct('{burst}', 'late')), { outcome: Outcome.SOLD_OUT, stock: null, ok: false, bought: false });
+  });
+
+  test(`RESP${RESP}: deadlines and the fates of holds in MULTI/EXEC and pipelines`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP });
+    // DEDUCT with a hold replies [code, deadline] inside EXEC too.
+    const tx = await client.multi()
+      .seckill.init('{f}', 5)
+      .seckill.deduct('{f}', 'ann', 1, { requestId: 'h-1', holdUntil: FAR })
+      .seckill.deduct('{f}', 'bob', 1, { requestId: 'p-1' })
+      .seckill.deduct('{f}', 'cy', 1, { requestId: 'h-2', hold: 600 })
+      .seckill.status('{f}', 'h-2')
+      .seckill.refund('{f}', 'h-2')
+      .seckill.refund('{f}', 'h-2')
+      .seckill.confirm('{f}', 'h-2')
+      .seckill.confirm('{f}', 'never-used')
+      .seckill.refund('{f}', 'never-used')
+      .seckill.deduct('{f}', 'dee', 9, { requestId: 'h-3', hold: 600 })
+      .exec();
+    assert.equal(tx[0], true);
+    assert.deepEqual([plain(tx[1]), tx[1].deadline], [bought(4), FAR]);
+    assert.deepEqual([plain(tx[2]), tx[2].deadline], [bought(3), null]);
+    assert.deepEqual([plain(tx[3]), tx[4].status], [bought(2), RequestStatus.HELD]);
+    assert.equal(tx[3].deadline, tx[4].deadline);
+    assert.deepEqual(tx.slice(5, 10).map((v) => (typeof v === 'string' ? v : plainRefund(v))), [
+      refunded(1), notRefunded(RefundOutcome.ALREADY_REFUNDED), ConfirmOutcome.REFUNDED,
+      ConfirmOutcome.UNKNOWN_REQUEST, notRefunded(RefundOutcome.UNKNOWN_REQUEST),
+    ]);
+    assert.deepEqual([plain(tx[10]), tx[10].deadline], [rejected(Outcome.SOLD_OUT), null]);
+
+    // A hold that lapsed, in a pipeline; with the replay of a pending hold, and of one confirmed since.
+    assert.equal(await admin('SECKILL.RELEASE', '{f}', 'h-1'), 1);
+    await client.seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR });
+    const piped = await client.multi()
+      .seckill.confirm('{f}', 'h-1')
+      .seckill.refund('{f}', 'h-1')
+      .seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR })
+      .seckill.confirm('{f}', 'h-4')
+      .seckill.deduct('{f}', 'eve', 1, { requestId: 'h-4', holdUntil: FAR })
+      .seckill.confirm('{nothing}', 'h-1')
+      .seckill.refund('{nothing}', 'h-1')
+      .execAsPipeline();
+    assert.deepEqual([piped[0], plainRefund(piped[1])], [ConfirmOutcome.LAPSED, notRefunded(RefundOutcome.LAPSED)]);
+    assert.deepEqual([plain(piped[2]), piped[2].deadline], [bought(3), FAR]);
+    assert.equal(piped[3], ConfirmOutcome.CONFIRMED);
+    assert.deepEqual([plain(piped[4]), piped[4].deadline], [bought(3), null]);
+    assert.deepEqual([piped[5], plainRefund(piped[6])], [ConfirmOutcome.NO_ITEM, notRefunded(RefundOutcome.NO_ITEM)]);
   });
 
   test(`RESP${RESP}: errors are typed by SeckillError.from`, async () => {

@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const {
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
   NoPermissionError, InvalidArgumentError, UnavailableError, ErrorKind, DeductResult, Durable, Outcome, ItemInfo,
-  UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, SettleOutcome, Transfer,
+  UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, RefundOutcome, RefundResult, SettleOutcome, Transfer,
   SplitItem, fnv1a32, seckill, RequestStatus, BuyerRecord, RequestRecord, ScanPage,
 } = require('..');
 const { COMMANDS } = require('../lib/commands');
@@ -148,6 +148,71 @@ test('replies of every integer mapping give the same values', () => {
   assert.throws(() => DeductResult.fromReply(-7), TypeError);
   assert.ok(Object.isFrozen(Outcome) && Object.isFrozen(ConfirmOutcome));
   assert.throws(() => { 'use strict'; Outcome.BOUGHT = 'x'; }, TypeError);
+});
+
+test('confirm and refund send DETAIL; deduct sends WITHDEADLINE with a hold, and only then', () => {
+  const build = (method, ...args) => COMMANDS.find((c) => c.method === method).build(...args);
+  assert.deepEqual(build('confirm', 'k', 'h1').args, ['k', 'h1', 'DETAIL']);
+  assert.deepEqual(build('confirm', 'k', 'h1', { waitReplicas: 1 }).args, ['k', 'h1', 'DETAIL']);
+  assert.deepEqual(build('refund', 'k', 'h1').args, ['k', 'h1', 'DETAIL']);
+  assert.deepEqual(build('deduct', 'k', 'u', 1, { requestId: 'r', hold: 60 }).args,
+    ['k', 'u', '1', 'ID', 'r', 'HOLD', '60', 'WITHDEADLINE']);
+  assert.deepEqual(build('deduct', 'k', 'u', { requestId: 'r', holdUntil: new Date(5000) }).args,
+    ['k', 'u', '1', 'ID', 'r', 'HOLDUNTIL', '5000', 'WITHDEADLINE']);
+  assert.deepEqual(build('deduct', 'k', 'u', 1, { requestId: 'r' }).args, ['k', 'u', '1', 'ID', 'r']);
+  assert.deepEqual(build('deduct', 'k', 'u', 1, { requestId: 'r', hold: null }).args, ['k', 'u', '1', 'ID', 'r']);
+  assert.deepEqual(build('deduct', 'k', 'u').args, ['k', 'u', '1']);
+});
+
+test('deduct replies with or without a deadline, in every integer mapping', () => {
+  const FAR = 4102444800000;
+  const fields = (r) => [r.outcome, r.stock, r.deadline, r.ok];
+  for (const reply of [9, '9', 9n, Buffer.from('9')]) {
+    assert.deepEqual(fields(DeductResult.fromReply(reply)), [Outcome.BOUGHT, 9, null, true]);
+  }
+  // [code, deadline]: what DEDUCT ... WITHDEADLINE answers, under RESP2 and RESP3 alike.
+  for (const reply of [[9, FAR], ['9', String(FAR)], [9n, BigInt(FAR)], [Buffer.from('9'), Buffer.from(String(FAR))]]) {
+    assert.deepEqual(fields(DeductResult.fromReply(reply)), [Outcome.BOUGHT, 9, FAR, true]);
+  }
+  for (const nil of [null, undefined]) {
+    assert.deepEqual(fields(DeductResult.fromReply([8, nil])), [Outcome.BOUGHT, 8, null, true]);
+    assert.deepEqual(fields(DeductResult.fromReply([-1, nil])), [Outcome.SOLD_OUT, null, null, false]);
+    assert.deepEqual(fields(DeductResult.fromReply(['-3', nil])), [Outcome.NO_ITEM, null, null, false]);
+  }
+  assert.ok(Object.isFrozen(DeductResult.fromReply([1, 2])));
+  assert.deepEqual(Object.keys(DeductResult.fromReply([1, 2])), ['outcome', 'stock', 'deadline']);
+  assert.throws(() => DeductResult.fromReply([1]), /unexpected reply to SECKILL.DEDUCT/);
+  assert.throws(() => DeductResult.fromReply([1, 2, 3]), /unexpected reply to SECKILL.DEDUCT/);
+  assert.throws(() => DeductResult.fromReply([-7, null]), /unexpected reply to SECKILL.DEDUCT/);
+});
+
+test('confirm and refund replies, with DETAIL and without', () => {
+  const confirm = COMMANDS.find((c) => c.method === 'confirm').parse;
+  assert.deepEqual([1, 0, -3, -4, -7, -8, -9].map(confirm), [
+    ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL, ConfirmOutcome.NO_ITEM, ConfirmOutcome.CANCELLED,
+    ConfirmOutcome.REFUNDED, ConfirmOutcome.LAPSED, ConfirmOutcome.UNKNOWN_REQUEST,
+  ]);
+  assert.equal(confirm('-8'), ConfirmOutcome.LAPSED);
+  assert.equal(confirm(-9n), ConfirmOutcome.UNKNOWN_REQUEST);
+  assert.throws(() => confirm(-5), TypeError);
+
+  const refund = COMMANDS.find((c) => c.method === 'refund').parse;
+  const fields = (r) => [r.outcome, r.units, r.ok, r.refunded];
+  for (const reply of [3, '3', 3n, Buffer.from('3')]) {
+    const r = refund(reply);
+    assert.ok(r instanceof RefundResult && Object.isFrozen(r));
+    assert.deepEqual(fields(r), [RefundOutcome.REFUNDED, 3, true, true]);
+  }
+  assert.deepEqual(fields(refund(1)), [RefundOutcome.REFUNDED, 1, true, true]);
+  const nothing = { 0: RefundOutcome.NOTHING, '-3': RefundOutcome.NO_ITEM, '-7': RefundOutcome.ALREADY_REFUNDED,
+    '-8': RefundOutcome.LAPSED, '-9': RefundOutcome.UNKNOWN_REQUEST };
+  for (const [code, outcome] of Object.entries(nothing)) {
+    assert.deepEqual(fields(refund(Number(code))), [outcome, null, false, false], code);
+    assert.deepEqual(fields(refund(code)), [outcome, null, false, false], code);
+  }
+  assert.deepEqual(Object.keys(refund(2)), ['outcome', 'units']);
+  assert.throws(() => refund(-4), /unexpected reply to SECKILL.REFUND/);
+  assert.ok(Object.isFrozen(RefundOutcome));
 });
 
 test('INFO is read from a flat array, an object or a Map alike', () => {

@@ -46,6 +46,8 @@ from .values import (
     ItemInfo,
     OrderState,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestRecord,
     RequestStatus,
     ScanRecord,
@@ -59,8 +61,10 @@ __all__ = [
     "UNLIMITED_STOCK",
     "Outcome",
     "ConfirmOutcome",
+    "RefundOutcome",
     "SettleOutcome",
     "DeductResult",
+    "RefundResult",
     "Durable",
     "Hold",
     "Transfer",
@@ -261,8 +265,10 @@ class Seckill:
     ) -> DeductResult | Durable[DeductResult]:
         """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units.
 
-        A retried ``request_id`` gets the very same result as its first call and changes nothing.
-        With ``wait_replicas``, a ``Durable`` of the result (see ``Seckill``).
+        With a hold, the result's ``deadline`` is the hold's deadline in Unix ms (sent with
+        ``WITHDEADLINE``); without one it is None. A retried ``request_id`` gets the very same
+        result as its first call and changes nothing (a hold confirmed since has no deadline
+        any more). With ``wait_replicas``, a ``Durable`` of the result (see ``Seckill``).
         """
         return self._write(
             commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
@@ -283,7 +289,9 @@ class Seckill:
     def confirm(
         self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
     ) -> ConfirmOutcome | Durable[ConfirmOutcome]:
-        """SECKILL.CONFIRM: make a pending hold final; with ``wait_replicas``, a ``Durable``."""
+        """SECKILL.CONFIRM: make a pending hold final. Sent with ``DETAIL``: a hold that cannot be
+        confirmed answers ``REFUNDED``, ``LAPSED`` or ``UNKNOWN_REQUEST``, never ``CANCELLED``.
+        With ``wait_replicas``, a ``Durable``."""
         return self._write(commands.confirm(key, request_id), wait_replicas, wait_timeout_ms)
 
     def release(self, key: Key, *request_ids: Key) -> int | None:
@@ -293,18 +301,20 @@ class Seckill:
     @overload
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
-    ) -> int | None: ...
+    ) -> RefundResult: ...
 
     @overload
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
-    ) -> Durable[int | None]: ...
+    ) -> Durable[RefundResult]: ...
 
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
-    ) -> int | None | Durable[int | None]:
-        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item;
-        with ``wait_replicas``, a ``Durable`` of that."""
+    ) -> RefundResult | Durable[RefundResult]:
+        """SECKILL.REFUND: give a purchase's units back. Sent with ``DETAIL``: a ``RefundResult``
+        whose outcome is ``REFUNDED`` (``units`` is how many went back), ``ALREADY_REFUNDED``,
+        ``LAPSED``, ``UNKNOWN_REQUEST`` or ``NO_ITEM``. With ``wait_replicas``, a ``Durable`` of
+        that."""
         return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> int | None:

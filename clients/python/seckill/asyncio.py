@@ -30,6 +30,7 @@ from .values import (
     Hold,
     ItemInfo,
     OrderState,
+    RefundResult,
     ScanRecord,
     SettleOutcome,
     Transfer,
@@ -209,7 +210,8 @@ class Seckill:
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[DeductResult] | Awaitable[Durable[DeductResult]]:
         """SECKILL.DEDUCT: sell (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) units;
-        with ``wait_replicas``, a ``Durable`` of the result."""
+        with a hold, the result's ``deadline`` is its deadline in Unix ms (see
+        ``seckill.Seckill.deduct``); with ``wait_replicas``, a ``Durable`` of the result."""
         return self._write(
             commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
             wait_replicas,
@@ -229,7 +231,8 @@ class Seckill:
     def confirm(
         self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
     ) -> Awaitable[ConfirmOutcome] | Awaitable[Durable[ConfirmOutcome]]:
-        """SECKILL.CONFIRM: make a pending hold final; with ``wait_replicas``, a ``Durable``."""
+        """SECKILL.CONFIRM: make a pending hold final; refused as ``REFUNDED``, ``LAPSED`` or
+        ``UNKNOWN_REQUEST`` (sent with ``DETAIL``); with ``wait_replicas``, a ``Durable``."""
         return self._write(commands.confirm(key, request_id), wait_replicas, wait_timeout_ms)
 
     def release(self, key: Key, *request_ids: Key) -> Awaitable[int | None]:
@@ -239,18 +242,18 @@ class Seckill:
     @overload
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
-    ) -> Awaitable[int | None]: ...
+    ) -> Awaitable[RefundResult]: ...
 
     @overload
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
-    ) -> Awaitable[Durable[int | None]]: ...
+    ) -> Awaitable[Durable[RefundResult]]: ...
 
     def refund(
         self, key: Key, request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
-    ) -> Awaitable[int | None] | Awaitable[Durable[int | None]]:
-        """SECKILL.REFUND: units given back (0 if unknown or refunded already), None if no item;
-        with ``wait_replicas``, a ``Durable`` of that."""
+    ) -> Awaitable[RefundResult] | Awaitable[Durable[RefundResult]]:
+        """SECKILL.REFUND: give a purchase's units back; a ``RefundResult`` (sent with ``DETAIL``,
+        see ``seckill.Seckill.refund``); with ``wait_replicas``, a ``Durable`` of that."""
         return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> Awaitable[int | None]:
@@ -380,7 +383,8 @@ class SplitItem:
         hold: int | None = None,
         hold_until: int | None = None,
     ) -> DeductResult:
-        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock."""
+        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock (and
+        ``deadline`` the hold's, with a hold)."""
         return await self._seckill.deduct(
             self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
         )
@@ -389,7 +393,7 @@ class SplitItem:
         """SECKILL.CONFIRM on the user's part."""
         return await self._seckill.confirm(self.key_for(user), request_id)
 
-    async def refund(self, user: Key, request_id: Key) -> int | None:
+    async def refund(self, user: Key, request_id: Key) -> RefundResult:
         """SECKILL.REFUND on the user's part."""
         return await self._seckill.refund(self.key_for(user), request_id)
 

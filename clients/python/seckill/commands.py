@@ -81,6 +81,9 @@ def deduct(
         args += ("ID", _key("request_id", request_id))
     _option(args, "HOLD", "hold", hold)
     _option(args, "HOLDUNTIL", "hold_until", hold_until)
+    if hold is not None or hold_until is not None:
+        # A hold's buyer must be told when to pay by: the reply then carries the deadline too.
+        args.append("WITHDEADLINE")
     return tuple(args)
 
 
@@ -101,7 +104,8 @@ def status(key: Key, request_id: Key) -> Args:
 
 
 def confirm(key: Key, request_id: Key) -> Args:
-    return ("SECKILL.CONFIRM", _key("key", key), _key("request_id", request_id))
+    # DETAIL: a refused payment tells refunded, lapsed and unknown apart, in the same round trip.
+    return ("SECKILL.CONFIRM", _key("key", key), _key("request_id", request_id), "DETAIL")
 
 
 def release(key: Key, request_ids: tuple[Key, ...]) -> Args:
@@ -109,7 +113,8 @@ def release(key: Key, request_ids: tuple[Key, ...]) -> Args:
 
 
 def refund(key: Key, request_id: Key) -> Args:
-    return ("SECKILL.REFUND", _key("key", key), _key("request_id", request_id))
+    # DETAIL: nothing given back tells refunded before, lapsed and unknown apart.
+    return ("SECKILL.REFUND", _key("key", key), _key("request_id", request_id), "DETAIL")
 
 
 def add(key: Key, qty: int, transfer_id: Key | None) -> Args:

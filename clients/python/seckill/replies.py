@@ -20,6 +20,7 @@ from .values import (
     Hold,
     ItemInfo,
     OrderState,
+    RefundResult,
     RequestRecord,
     RequestStatus,
     ScanRecord,
@@ -79,8 +80,13 @@ def flag(reply: Any) -> bool:
 
 
 def deduct_result(reply: Any) -> DeductResult:
+    """DEDUCT: the integer code, or ``[code, deadline]`` when it was sent with WITHDEADLINE (the
+    deadline nil when the call made no hold)."""
     if isinstance(reply, DeductResult):
         return reply
+    if isinstance(reply, (list, tuple)):
+        code, deadline = reply
+        return DeductResult.from_reply(int(code), None if deadline is None else int(deadline))
     return DeductResult.from_reply(int(reply))
 
 
@@ -90,6 +96,12 @@ def confirm_outcome(reply: Any) -> ConfirmOutcome:
     return ConfirmOutcome(int(reply))
 
 
+def refund_result(reply: Any) -> RefundResult:
+    if isinstance(reply, RefundResult):
+        return reply
+    return RefundResult.from_reply(int(reply))
+
+
 def settle_outcome(reply: Any) -> SettleOutcome:
     if isinstance(reply, SettleOutcome):
         return reply
@@ -97,7 +109,7 @@ def settle_outcome(reply: Any) -> SettleOutcome:
 
 
 def count_or_none(reply: Any) -> int | None:
-    """RELEASE, REFUND, ADD, TAKE: the count, or None when there is no item (-3)."""
+    """RELEASE, ADD, TAKE: the count, or None when there is no item (-3)."""
     if reply is None or reply == _NO_ITEM:
         return None
     return int(reply)
@@ -207,7 +219,7 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.DEDUCT": _passing_errors(deduct_result),
     "SECKILL.CONFIRM": _passing_errors(confirm_outcome),
     "SECKILL.RELEASE": _passing_errors(count_or_none),
-    "SECKILL.REFUND": _passing_errors(count_or_none),
+    "SECKILL.REFUND": _passing_errors(refund_result),
     "SECKILL.ADD": _passing_errors(count_or_none),
     "SECKILL.WINDOW": _passing_errors(true_or_none),
     "SECKILL.STREAM": _passing_errors(true_or_none),

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import Seckill
 from .commands import Key
-from .values import UNLIMITED_STOCK, ConfirmOutcome, DeductResult, ItemInfo
+from .values import UNLIMITED_STOCK, ConfirmOutcome, DeductResult, ItemInfo, RefundResult
 
 __all__ = ["SplitItem", "fnv1a32", "named", "part_index", "split_stock", "sum_stock"]
 
@@ -152,7 +152,8 @@ class SplitItem:
         hold: int | None = None,
         hold_until: int | None = None,
     ) -> DeductResult:
-        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock."""
+        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock (and
+        ``deadline`` the hold's, with a hold)."""
         return self._seckill.deduct(
             self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
         )
@@ -161,7 +162,7 @@ class SplitItem:
         """SECKILL.CONFIRM on the user's part."""
         return self._seckill.confirm(self.key_for(user), request_id)
 
-    def refund(self, user: Key, request_id: Key) -> int | None:
+    def refund(self, user: Key, request_id: Key) -> RefundResult:
         """SECKILL.REFUND on the user's part."""
         return self._seckill.refund(self.key_for(user), request_id)
 

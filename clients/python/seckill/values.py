@@ -11,8 +11,10 @@ __all__ = [
     "UNLIMITED_STOCK",
     "Outcome",
     "ConfirmOutcome",
+    "RefundOutcome",
     "SettleOutcome",
     "DeductResult",
+    "RefundResult",
     "Hold",
     "Transfer",
     "ItemInfo",
@@ -54,12 +56,52 @@ class Outcome(enum.Enum):
 
 
 class ConfirmOutcome(enum.Enum):
-    """What ``SECKILL.CONFIRM`` did. The value is the reply code."""
+    """What ``SECKILL.CONFIRM`` did. The value is the reply code.
+
+    ``confirm`` sends ``DETAIL``, so it tells ``REFUNDED``, ``LAPSED`` and ``UNKNOWN_REQUEST``
+    apart; ``CANCELLED`` is what a ``SECKILL.CONFIRM`` sent without ``DETAIL`` (a raw call)
+    answers for any of the three.
+    """
 
     CONFIRMED = 1
+    """The hold was pending and is a sale now."""
     ALREADY_FINAL = 0
+    """Confirmed before, or bought without a hold: nothing to do."""
     CANCELLED = -4
+    """Without ``DETAIL``: refunded, lapsed, or an unknown request id."""
     NO_ITEM = -3
+    REFUNDED = -7
+    """The purchase was refunded: take no money, or give it back."""
+    LAPSED = -8
+    """The hold's deadline passed unconfirmed (or it was released): its units went back on sale."""
+    UNKNOWN_REQUEST = -9
+    """The item never saw this request id."""
+
+
+class RefundOutcome(enum.Enum):
+    """What ``SECKILL.REFUND`` did. The value is the reply code (``REFUNDED`` stands for any reply
+    >= 1: the units given back).
+
+    ``refund`` sends ``DETAIL``, so it tells ``ALREADY_REFUNDED``, ``LAPSED`` and
+    ``UNKNOWN_REQUEST`` apart; ``NOTHING`` is what a ``SECKILL.REFUND`` sent without ``DETAIL``
+    (a raw call) answers for any of the three.
+    """
+
+    REFUNDED = 1
+    """The units went back on sale now."""
+    NOTHING = 0
+    """Without ``DETAIL``: an unknown request id, one refunded already, or a hold that lapsed."""
+    NO_ITEM = -3
+    ALREADY_REFUNDED = -7
+    """Refunded before: nothing more is given back (a retried refund gets this)."""
+    LAPSED = -8
+    """The hold lapsed unconfirmed, and its units went back then."""
+    UNKNOWN_REQUEST = -9
+    """The item never saw this request id."""
+
+    @classmethod
+    def from_reply(cls, reply: int) -> RefundOutcome:
+        return cls.REFUNDED if reply >= 1 else cls(reply)
 
 
 class SettleOutcome(enum.Enum):
@@ -76,10 +118,15 @@ class SettleOutcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class DeductResult:
-    """The reply of ``SECKILL.DEDUCT``: ``stock`` is the remaining stock, set only when ``BOUGHT``."""
+    """The reply of ``SECKILL.DEDUCT``: ``stock`` is the remaining stock, set only when ``BOUGHT``.
+
+    ``deadline`` is the hold's deadline in Unix milliseconds, set when the call made a hold (or
+    replays one still pending); None for a purchase without a hold and for a refusal.
+    """
 
     outcome: Outcome
     stock: int | None = None
+    deadline: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,9 +134,23 @@ class DeductResult:
         return self.outcome is Outcome.BOUGHT
 
     @classmethod
-    def from_reply(cls, reply: int) -> DeductResult:
+    def from_reply(cls, reply: int, deadline: int | None = None) -> DeductResult:
         outcome = Outcome.from_reply(reply)
-        return cls(outcome, reply if outcome is Outcome.BOUGHT else None)
+        return cls(outcome, reply if outcome is Outcome.BOUGHT else None, deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class RefundResult:
+    """The reply of ``SECKILL.REFUND``: ``units`` is how many units went back on sale, set only
+    when ``REFUNDED``."""
+
+    outcome: RefundOutcome
+    units: int | None = None
+
+    @classmethod
+    def from_reply(cls, reply: int) -> RefundResult:
+        outcome = RefundOutcome.from_reply(reply)
+        return cls(outcome, reply if outcome is RefundOutcome.REFUNDED else None)
 
 
 @dataclass(frozen=True, slots=True)

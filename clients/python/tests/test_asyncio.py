@@ -17,6 +17,8 @@ from seckill import (
     Hold,
     ItemInfo,
     Outcome,
+    RefundOutcome,
+    RefundResult,
 )
 from seckill.asyncio import Seckill
 
@@ -47,8 +49,9 @@ def test_flash_sale(server, protocol: int, key: str, admin: redis.Redis) -> None
         assert (await sk.deduct(key, "bob", 2, request_id="order-3")).stock == 1
         assert await sk.deduct(key, "carol") == DeductResult(Outcome.BOUGHT, 0)
         assert (await sk.deduct(key, "dave", 1, request_id="order-5")).outcome is Outcome.SOLD_OUT
-        assert await sk.refund(key, "order-3") == 2
-        assert await sk.refund(key, "order-3") == 0
+        assert await sk.refund(key, "order-3") == RefundResult(RefundOutcome.REFUNDED, 2)
+        assert await sk.refund(key, "order-3") == RefundResult(RefundOutcome.ALREADY_REFUNDED)
+        assert await sk.refund(key, "never") == RefundResult(RefundOutcome.UNKNOWN_REQUEST)
         assert await sk.get(key) == 2
         assert await sk.bought(key, "bob") == 0
         assert (await sk.deduct(key, "bob", 2, request_id="order-3")).outcome is Outcome.CANCELLED
@@ -61,24 +64,31 @@ def test_flash_sale(server, protocol: int, key: str, admin: redis.Redis) -> None
         assert (await sk.deduct(key, "erin", request_id="order-6")).outcome is Outcome.ENDED
         assert await sk.window(key, 0, 0) is True
 
-        assert (await sk.deduct(key, "frank", 1, request_id="order-7", hold_until=FAR_FUTURE_MS)).ok
-        assert (await sk.deduct(key, "grace", 1, request_id="order-8", hold=900)).ok
+        frank_held = await sk.deduct(key, "frank", 1, request_id="order-7", hold_until=FAR_FUTURE_MS)
+        assert frank_held.ok and frank_held.deadline == FAR_FUTURE_MS
+        grace_held = await sk.deduct(key, "grace", 1, request_id="order-8", hold=900)
+        assert grace_held.ok
         grace, frank = await sk.holds(key)
         assert frank == Hold("order-7", "frank", 1, FAR_FUTURE_MS)
         assert (grace.request_id, grace.user, grace.qty) == ("order-8", "grace", 1)
         assert grace.deadline > time.time() * 1000
+        assert grace_held.deadline == grace.deadline
         assert await sk.holds(key, "frank") == [frank]
         assert (await sk.status(key, "order-8")).deadline == grace.deadline
         assert await sk.status(missing, "order-8") is None
         assert await sk.confirm(key, "order-7") is ConfirmOutcome.CONFIRMED
         assert await sk.confirm(key, "order-7") is ConfirmOutcome.ALREADY_FINAL
         assert await sk.release(key, "order-8") == 1
-        assert await sk.confirm(key, "order-8") is ConfirmOutcome.CANCELLED
+        assert await sk.confirm(key, "order-8") is ConfirmOutcome.LAPSED
+        assert await sk.refund(key, "order-8") == RefundResult(RefundOutcome.LAPSED)
+        assert await sk.confirm(key, "order-3") is ConfirmOutcome.REFUNDED
+        assert await sk.confirm(key, "never") is ConfirmOutcome.UNKNOWN_REQUEST
         assert await sk.confirm(missing, "order-8") is ConfirmOutcome.NO_ITEM
+        assert await sk.refund(missing, "order-8") == RefundResult(RefundOutcome.NO_ITEM)
 
         orders = f"{key}:orders"
         assert await sk.stream(key, orders, maxlen=10) is True
-        await sk.deduct(key, "heidi", 1, request_id="order-9")
+        assert (await sk.deduct(key, "heidi", 1, request_id="order-9")).deadline is None
         assert admin.xlen(orders) == 1
         assert await sk.info(key) == ItemInfo(
             stock=3,
@@ -106,7 +116,6 @@ def test_flash_sale(server, protocol: int, key: str, admin: redis.Redis) -> None
             sk.get(missing),
             sk.bought(missing, "u"),
             sk.add(missing, 1),
-            sk.refund(missing, "r"),
             sk.release(missing, "r"),
             sk.window(missing, 0, 0),
             sk.stream(missing),

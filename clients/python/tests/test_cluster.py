@@ -19,6 +19,8 @@ from seckill import (
     InvalidArgumentError,
     ItemInfo,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestIdConflictError,
     Seckill,
 )
@@ -143,6 +145,21 @@ def test_cluster_pipeline(cluster_nodes: list[Server], rc: redis.RedisCluster, k
         assert (init, bought) == (True, DeductResult(Outcome.BOUGHT, 1))
         assert isinstance(conflict, RequestIdConflictError)
         assert isinstance(info, ItemInfo) and info.buyers == 1
+    for k in keys:
+        sk.deduct(k, "carol", 1, request_id="h1", hold_until=FAR_FUTURE_MS)
+        sk.refund(k, "r1")
+        sk.refund(k, "r1")
+        sk.confirm(k, "r1")
+        sk.confirm(k, "never")
+    results = sk.execute()
+    for i in range(len(keys)):
+        assert results[5 * i : 5 * i + 5] == [
+            DeductResult(Outcome.BOUGHT, 0, FAR_FUTURE_MS),
+            RefundResult(RefundOutcome.REFUNDED, 1),
+            RefundResult(RefundOutcome.ALREADY_REFUNDED),
+            ConfirmOutcome.REFUNDED,
+            ConfirmOutcome.UNKNOWN_REQUEST,
+        ]
     sk.deduct(keys[0], "carol", 0)
     with pytest.raises(InvalidArgumentError):
         sk.execute()
@@ -160,7 +177,7 @@ def test_cluster_transaction(rc: redis.RedisCluster, key: str) -> None:
     sk.holds(key)
     pipe.xlen(f"{key}:orders")
     results = sk.execute(raise_on_error=False)
-    assert results[:2] == [True, DeductResult(Outcome.BOUGHT, 1)]
+    assert results[:2] == [True, DeductResult(Outcome.BOUGHT, 1, FAR_FUTURE_MS)]
     assert isinstance(results[2], RequestIdConflictError)
     assert results[3:] == [[Hold("r1", "alice", 1, FAR_FUTURE_MS)], 0]
 

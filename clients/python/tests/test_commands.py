@@ -16,6 +16,8 @@ from seckill import (
     ItemInfo,
     OrderState,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestStatus,
     Seckill,
 )
@@ -72,7 +74,7 @@ def test_deduct_outcomes(r: redis.Redis, key: str) -> None:
     assert sk.deduct(key, "bob", 2, request_id="order-3").stock == 1
     assert sk.deduct(key, "carol") == DeductResult(Outcome.BOUGHT, 0)  # qty defaults to 1
     assert sk.deduct(key, "dave", 1, request_id="order-5").outcome is Outcome.SOLD_OUT
-    assert sk.refund(key, "order-3") == 2
+    assert sk.refund(key, "order-3") == RefundResult(RefundOutcome.REFUNDED, 2)
     assert sk.deduct(key, "bob", 2, request_id="order-3").outcome is Outcome.CANCELLED
     assert sk.deduct(f"{key}:missing", "erin").outcome is Outcome.NO_ITEM
 
@@ -100,6 +102,17 @@ def test_outcome_codes() -> None:
         "ALREADY_FINAL": 0,
         "CANCELLED": -4,
         "NO_ITEM": -3,
+        "REFUNDED": -7,
+        "LAPSED": -8,
+        "UNKNOWN_REQUEST": -9,
+    }
+    assert {o.name: o.value for o in RefundOutcome} == {
+        "REFUNDED": 1,
+        "NOTHING": 0,
+        "NO_ITEM": -3,
+        "ALREADY_REFUNDED": -7,
+        "LAPSED": -8,
+        "UNKNOWN_REQUEST": -9,
     }
 
 
@@ -127,10 +140,10 @@ def test_holds_confirm_release(r: redis.Redis, key: str) -> None:
     assert sk.confirm(key, "order-7") is ConfirmOutcome.CONFIRMED
     assert sk.confirm(key, "order-7") is ConfirmOutcome.ALREADY_FINAL
     assert sk.status(key, "order-7").status is RequestStatus.CONFIRMED
-    assert sk.refund(key, "order-8") == 2
+    assert sk.refund(key, "order-8") == RefundResult(RefundOutcome.REFUNDED, 2)
     assert sk.status(key, "order-8").status is RequestStatus.REFUNDED
-    assert sk.confirm(key, "order-8") is ConfirmOutcome.CANCELLED
-    assert sk.confirm(key, "unknown") is ConfirmOutcome.CANCELLED
+    assert sk.confirm(key, "order-8") is ConfirmOutcome.REFUNDED
+    assert sk.confirm(key, "unknown") is ConfirmOutcome.UNKNOWN_REQUEST
     assert sk.confirm(f"{key}:missing", "order-7") is ConfirmOutcome.NO_ITEM
 
     assert sk.release(key, "order-9", "unknown") == 1
@@ -139,7 +152,7 @@ def test_holds_confirm_release(r: redis.Redis, key: str) -> None:
     assert sk.deduct(key, "heidi", 1, request_id="order-9", hold_until=FAR_FUTURE_MS).outcome is Outcome.CANCELLED
     # A deadline long past lapses at once.
     assert sk.deduct(key, "ivan", 1, request_id="order-10", hold_until=1).ok
-    assert sk.confirm(key, "order-10") is ConfirmOutcome.CANCELLED
+    assert sk.confirm(key, "order-10") is ConfirmOutcome.LAPSED
     assert sk.status(key, "order-10") == OrderState(RequestStatus.LAPSED, "ivan", 1, 1)
     info = sk.info(key)
     assert (info.held, info.holds, info.expired, info.refunded) == (0, 0, 2, 2)
@@ -152,19 +165,86 @@ def test_refund_add_get_bought(r: redis.Redis, key: str) -> None:
     sk.deduct(key, "alice", 2, request_id="o1")
     assert sk.bought(key, "alice") == 2
     assert sk.bought(key, "nobody") == 0
-    assert sk.refund(key, "o1") == 2
-    assert sk.refund(key, "o1") == 0
-    assert sk.refund(key, "never") == 0
+    assert sk.refund(key, "o1") == RefundResult(RefundOutcome.REFUNDED, 2)
+    assert sk.refund(key, "o1") == RefundResult(RefundOutcome.ALREADY_REFUNDED, None)
+    assert sk.refund(key, "never") == RefundResult(RefundOutcome.UNKNOWN_REQUEST)
     assert sk.bought(key, "alice") == 0
     assert sk.add(key, 4) == 7
     assert sk.get(key) == 7
-    for value in (sk.get(missing), sk.bought(missing, "a"), sk.add(missing, 1), sk.refund(missing, "o1")):
+    assert sk.refund(missing, "o1") == RefundResult(RefundOutcome.NO_ITEM)
+    for value in (sk.get(missing), sk.bought(missing, "a"), sk.add(missing, 1)):
         assert value is None
     assert sk.release(missing, "o1") is None
     assert sk.window(missing, 0, 0) is None
     assert sk.stream(missing) is None
     assert sk.holds(missing) is None
     assert sk.info(missing) is None
+
+
+def test_confirm_and_refund_tell_refunded_lapsed_and_unknown_apart(
+    r: redis.Redis, admin: redis.Redis, key: str
+) -> None:
+    sk = Seckill(r)
+    sk.init(key, 10)
+    sk.deduct(key, "ann", 2, request_id="refunded", hold=600)
+    sk.deduct(key, "bob", 1, request_id="lapsed", hold=600)
+    sk.deduct(key, "cy", 3, request_id="bought")
+    assert sk.refund(key, "refunded") == RefundResult(RefundOutcome.REFUNDED, 2)
+    assert sk.release(key, "lapsed") == 1  # the hold lapses now, as at its deadline
+
+    assert sk.confirm(key, "refunded") is ConfirmOutcome.REFUNDED
+    assert sk.confirm(key, "lapsed") is ConfirmOutcome.LAPSED
+    assert sk.confirm(key, "never") is ConfirmOutcome.UNKNOWN_REQUEST
+    assert sk.confirm(key, "bought") is ConfirmOutcome.ALREADY_FINAL  # bought without a hold
+    assert sk.refund(key, "refunded") == RefundResult(RefundOutcome.ALREADY_REFUNDED)
+    assert sk.refund(key, "lapsed") == RefundResult(RefundOutcome.LAPSED)
+    assert sk.refund(key, "never") == RefundResult(RefundOutcome.UNKNOWN_REQUEST)
+    assert sk.refund(key, "bought") == RefundResult(RefundOutcome.REFUNDED, 3)
+    assert sk.confirm(key, "bought") is ConfirmOutcome.REFUNDED
+    # Nothing was given back twice: the item has all 10 units again.
+    assert sk.get(key) == 10
+
+    # Sent without DETAIL (a raw call on the wrapped client), the three share the old replies,
+    # typed as CANCELLED and NOTHING; the server tells them apart only when asked.
+    for request_id in ("refunded", "lapsed", "never"):
+        assert r.execute_command("SECKILL.CONFIRM", key, request_id) is ConfirmOutcome.CANCELLED
+        assert r.execute_command("SECKILL.REFUND", key, request_id) == RefundResult(RefundOutcome.NOTHING)
+    assert admin.execute_command("SECKILL.CONFIRM", key, "never") == -4
+    assert admin.execute_command("SECKILL.CONFIRM", key, "never", "DETAIL") == -9
+
+
+def test_deduct_with_a_hold_returns_its_deadline(r: redis.Redis, admin: redis.Redis, key: str) -> None:
+    sk = Seckill(r)
+    sk.init(key, 3, limit=2)
+    before_ms = int(time.time() * 1000)
+    held = sk.deduct(key, "ann", 1, request_id="h1", hold=900)
+    assert held.outcome is Outcome.BOUGHT and held.stock == 2
+    assert held.deadline is not None and before_ms + 900_000 <= held.deadline <= int(time.time() * 1000) + 900_000
+    assert held.deadline == sk.status(key, "h1").deadline
+    assert sk.deduct(key, "bob", 1, request_id="h2", hold_until=FAR_FUTURE_MS) == DeductResult(
+        Outcome.BOUGHT, 1, FAR_FUTURE_MS
+    )
+    assert sk.status(key, "h2").deadline == FAR_FUTURE_MS
+    # A replay of a pending hold gets the same deadline; once the hold is confirmed, none.
+    assert sk.deduct(key, "ann", 1, request_id="h1", hold=900) == held
+    assert sk.confirm(key, "h1") is ConfirmOutcome.CONFIRMED
+    assert sk.deduct(key, "ann", 1, request_id="h1", hold=900) == DeductResult(Outcome.BOUGHT, 2, None)
+
+    # Without a hold nothing new is sent, and there is no deadline.
+    assert sk.deduct(key, "cy", 1, request_id="p1") == DeductResult(Outcome.BOUGHT, 0, None)
+    assert sk.deduct(key, "dee") == DeductResult(Outcome.SOLD_OUT, None, None)
+    # A refused hold has none either.
+    assert sk.deduct(key, "dee", 1, request_id="h3", hold=900) == DeductResult(Outcome.SOLD_OUT, None, None)
+    assert sk.deduct(f"{key}:missing", "dee", 1, request_id="h3", hold=900) == DeductResult(Outcome.NO_ITEM)
+
+    # The integer reply (no WITHDEADLINE) and the [code, deadline] one decode alike on the client.
+    assert r.execute_command("SECKILL.DEDUCT", key, "eve", 1) == DeductResult(Outcome.SOLD_OUT)
+    sk.add(key, 1)
+    hold = ("ID", "h4", "HOLDUNTIL", FAR_FUTURE_MS)
+    assert admin.execute_command("SECKILL.DEDUCT", key, "eve", 1, *hold, "WITHDEADLINE") == [0, FAR_FUTURE_MS]
+    # WITHDEADLINE may come anywhere among the options; a replay decodes the same.
+    replayed = r.execute_command("SECKILL.DEDUCT", key, "eve", 1, "WITHDEADLINE", *hold)
+    assert replayed == DeductResult(Outcome.BOUGHT, 0, FAR_FUTURE_MS)
 
 
 def test_stream(r: redis.Redis, admin: redis.Redis, key: str) -> None:
@@ -257,6 +337,10 @@ def test_raw_execute_command_is_typed_after_wrapping(r: redis.Redis, key: str) -
     Seckill(r)
     assert r.execute_command("SECKILL.INIT", key, 2) is True
     assert r.execute_command("SECKILL.DEDUCT", key, "u", 1) == DeductResult(Outcome.BOUGHT, 1)
+    assert r.execute_command("SECKILL.DEDUCT", key, "u", 1, "ID", "r", "HOLDUNTIL", FAR_FUTURE_MS, "WITHDEADLINE") == (
+        DeductResult(Outcome.BOUGHT, 0, FAR_FUTURE_MS)
+    )
+    assert r.execute_command("SECKILL.REFUND", key, "r", "DETAIL") == RefundResult(RefundOutcome.REFUNDED, 1)
     assert isinstance(r.execute_command("SECKILL.INFO", key), ItemInfo)
 
 

@@ -1,7 +1,7 @@
 """The Python client against contract/seckill.json, the file the module's tests and the other client
 libraries' tests read too: every error the contract can provoke, sent to a real server and typed by this
 library into the contract's kind, code, text and retryability; the outcome names and codes of DEDUCT,
-CONFIRM and SETTLE; and INFO's fields."""
+CONFIRM, REFUND and SETTLE; and INFO's fields."""
 
 from __future__ import annotations
 
@@ -15,16 +15,25 @@ import pytest
 import redis
 
 import servers
-from seckill import ConfirmOutcome, ErrorKind, ItemInfo, Outcome, SeckillError, SettleOutcome
+from seckill import ConfirmOutcome, ErrorKind, ItemInfo, Outcome, RefundOutcome, SeckillError, SettleOutcome
 from seckill.errors import error_kind, typed_error
-from seckill.replies import item_info, register_response_callbacks
+from seckill.replies import RESPONSE_CALLBACKS, item_info, register_response_callbacks
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parents[3] / "contract" / "seckill.json").read_text(encoding="utf-8")
 )
 PROVOCABLE = [error for error in CONTRACT["errors"] if "provoke" in error]
 OUTCOMES = [(command, outcome) for command, outcomes in sorted(CONTRACT["outcomes"].items()) for outcome in outcomes]
-TYPED_OUTCOMES = {"SECKILL.DEDUCT": Outcome, "SECKILL.CONFIRM": ConfirmOutcome, "SECKILL.SETTLE": SettleOutcome}
+TYPED_OUTCOMES = {
+    "SECKILL.DEDUCT": Outcome,
+    "SECKILL.CONFIRM": ConfirmOutcome,
+    "SECKILL.REFUND": RefundOutcome,
+    "SECKILL.SETTLE": SettleOutcome,
+}
+# The results that carry a figure beside their outcome (a DeductResult, a RefundResult): the field
+# that holds it, set only for the outcome whose code is a range ("code_at_least").
+FIGURES = {"SECKILL.DEDUCT": "stock", "SECKILL.REFUND": "units"}
+RANGED = [(command, outcome) for command, outcome in OUTCOMES if "code_at_least" in outcome]
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +99,9 @@ def test_every_provocable_error_is_typed_as_the_contract_says(fresh: servers.Ser
     assert f"{typed.code} {typed.message}" in [error["text"], *error.get("other_texts", [])]
 
 
-@pytest.mark.parametrize("command_name", sorted(TYPED_OUTCOMES))
+@pytest.mark.parametrize("command_name", sorted(CONTRACT["outcomes"]))
 def test_outcome_names_and_codes_are_the_contracts(command_name: str) -> None:
+    assert command_name in TYPED_OUTCOMES, f"the outcomes of {command_name} are not typed"
     ours = {outcome.name: outcome.value for outcome in TYPED_OUTCOMES[command_name]}
     assert ours == {outcome["name"]: outcome["code"] for outcome in CONTRACT["outcomes"][command_name]}
 
@@ -105,11 +115,23 @@ def test_every_outcome_is_decoded_as_the_contract_names_it(
     with fresh.client(protocol=protocol) as client:
         register_response_callbacks(client)
         reply = provoke(fresh, client, case, f"contract-{command_name}-{outcome['name']}-{protocol}")
-    if command_name == "SECKILL.DEDUCT":
-        assert reply.outcome.name == outcome["name"]
-        assert reply.stock == (case["reply"] if outcome["name"] == "BOUGHT" else None)
+    if command_name in FIGURES:
+        assert reply.outcome is TYPED_OUTCOMES[command_name][outcome["name"]]
+        figure = getattr(reply, FIGURES[command_name])
+        assert figure == (case["reply"] if "code_at_least" in outcome else None)
     else:
         assert reply is TYPED_OUTCOMES[command_name][outcome["name"]]
+
+
+@pytest.mark.parametrize(("command_name", "outcome"), RANGED, ids=lambda v: v["name"] if isinstance(v, dict) else v)
+def test_an_outcome_with_a_range_of_codes_takes_every_code_of_it(command_name: str, outcome: dict[str, Any]) -> None:
+    # The server replies a figure (the stock left, the units given back): any of them is the outcome.
+    decode = RESPONSE_CALLBACKS[command_name]
+    for code in (outcome["code_at_least"], outcome["code_at_least"] + 1, 9223372036854775807):
+        result = decode(code)
+        assert result.outcome is TYPED_OUTCOMES[command_name][outcome["name"]]
+        assert getattr(result, FIGURES[command_name]) == code
+    assert decode(outcome["code_at_least"] - 1).outcome is not TYPED_OUTCOMES[command_name][outcome["name"]]
 
 
 def test_item_info_reads_the_contract_fields(fresh: servers.Server) -> None:

@@ -26,6 +26,8 @@ from seckill import (
     ErrorKind,
     InvalidArgumentError,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestIdConflictError,
     Seckill,
     SeckillError,
@@ -102,13 +104,18 @@ def test_a_paid_hold_confirmed_durably_is_still_sold_after_a_failover(
         held = sk.deduct(
             key, "alice", 2, request_id="h1", hold=HOLD_SECONDS, wait_replicas=1, wait_timeout_ms=DURABLE_MS
         )
-        assert held == Durable(DeductResult(Outcome.BOUGHT, 8), replicas=1, durable=True)
+        assert held == Durable(DeductResult(Outcome.BOUGHT, 8, held.result.deadline), replicas=1, durable=True)
         unpaid = sk.deduct(
             key, "bob", 1, request_id="h2", hold=HOLD_SECONDS, wait_replicas=1, wait_timeout_ms=DURABLE_MS
         )
         assert unpaid.durable
         holds = sk.holds(key)
         assert holds is not None
+        # The deadlines the holds got back are the ones the item keeps.
+        assert {hold.request_id: hold.deadline for hold in holds} == {
+            "h1": held.result.deadline,
+            "h2": unpaid.result.deadline,
+        }
         deadline = max(hold.deadline for hold in holds)
 
         with paused(replica):
@@ -126,7 +133,7 @@ def test_a_paid_hold_confirmed_durably_is_still_sold_after_a_failover(
         assert promoted.confirm(key, "h1") is ConfirmOutcome.ALREADY_FINAL
         # The hold nobody paid for lapsed there: the deadline did pass.
         assert promoted.bought(key, "bob") == 0
-        assert promoted.confirm(key, "h2") is ConfirmOutcome.CANCELLED
+        assert promoted.confirm(key, "h2") is ConfirmOutcome.LAPSED
 
 
 def test_async_a_paid_hold_confirmed_durably_is_still_sold_after_a_failover(
@@ -142,7 +149,8 @@ def test_async_a_paid_hold_confirmed_durably_is_still_sold_after_a_failover(
             held = await sk.deduct(
                 key, "alice", 2, request_id="h1", hold=HOLD_SECONDS, wait_replicas=1, wait_timeout_ms=DURABLE_MS
             )
-            assert held == Durable(DeductResult(Outcome.BOUGHT, 8), replicas=1, durable=True)
+            assert held == Durable(DeductResult(Outcome.BOUGHT, 8, held.result.deadline), replicas=1, durable=True)
+            assert held.result.deadline is not None
             unpaid = await sk.deduct(
                 key, "bob", 1, request_id="h2", hold=HOLD_SECONDS, wait_replicas=1, wait_timeout_ms=DURABLE_MS
             )
@@ -165,7 +173,7 @@ def test_async_a_paid_hold_confirmed_durably_is_still_sold_after_a_failover(
             assert await promoted.bought(key, "alice") == 2
             assert await promoted.confirm(key, "h1") is ConfirmOutcome.ALREADY_FINAL
             assert await promoted.bought(key, "bob") == 0
-            assert await promoted.confirm(key, "h2") is ConfirmOutcome.CANCELLED
+            assert await promoted.confirm(key, "h2") is ConfirmOutcome.LAPSED
         finally:
             await client.aclose()
 
@@ -186,13 +194,16 @@ def test_a_refund_with_a_wait_is_on_the_replica_when_durable(
         sk = Seckill(client)
         sk.init(key, 10)
         sk.deduct(key, "alice", 3, request_id="o1")
-        assert sk.refund(key, "o1", wait_replicas=1, wait_timeout_ms=DURABLE_MS) == Durable(3, 1, True)
+        refunded = RefundResult(RefundOutcome.REFUNDED, 3)
+        assert sk.refund(key, "o1", wait_replicas=1, wait_timeout_ms=DURABLE_MS) == Durable(refunded, 1, True)
         info = Seckill(on_replica).info(key)
         assert info is not None and (info.stock, info.refunded) == (10, 3)
         # Sent again (say the reply was lost): nothing more is given back, and it is durable.
-        assert sk.refund(key, "o1", wait_replicas=1, wait_timeout_ms=DURABLE_MS) == Durable(0, 1, True)
+        again = RefundResult(RefundOutcome.ALREADY_REFUNDED)
+        assert sk.refund(key, "o1", wait_replicas=1, wait_timeout_ms=DURABLE_MS) == Durable(again, 1, True)
         with paused(replica):
-            assert sk.refund(key, "o9", wait_replicas=1, wait_timeout_ms=SHORT_MS).result == 0
+            unknown = sk.refund(key, "o9", wait_replicas=1, wait_timeout_ms=SHORT_MS)
+        assert unknown == Durable(RefundResult(RefundOutcome.UNKNOWN_REQUEST), 0, False)
 
 
 # --- a wait on the standalone test server, which has no replica ---------------------------------
@@ -202,17 +213,18 @@ def test_a_wait_gives_the_usual_result_and_what_wait_answered(r: redis.Redis, ke
     sk = Seckill(r)
     sk.init(key, 10)
     assert sk.deduct(key, "alice", wait_replicas=0) == Durable(DeductResult(Outcome.BOUGHT, 9), 0, True)
-    assert sk.deduct(key, "bob", request_id="o2", hold=60, wait_replicas=1, wait_timeout_ms=1) == Durable(
-        DeductResult(Outcome.BOUGHT, 8), 0, False
-    )
+    held = sk.deduct(key, "bob", request_id="o2", hold=60, wait_replicas=1, wait_timeout_ms=1)
+    assert held == Durable(DeductResult(Outcome.BOUGHT, 8, sk.status(key, "o2").deadline), 0, False)
+    assert held.result.deadline is not None
     assert sk.confirm(key, "o2", wait_replicas=0) == Durable(ConfirmOutcome.CONFIRMED, 0, True)
     missing = f"{key}:missing"
     assert sk.deduct(missing, "carol", wait_replicas=0) == Durable(DeductResult(Outcome.NO_ITEM), 0, True)
     assert sk.confirm(missing, "o2", wait_replicas=0) == Durable(ConfirmOutcome.NO_ITEM, 0, True)
-    assert sk.refund(missing, "o2", wait_replicas=0) == Durable(None, 0, True)
+    assert sk.refund(missing, "o2", wait_replicas=0) == Durable(RefundResult(RefundOutcome.NO_ITEM), 0, True)
     # Without a wait, the values are exactly the usual ones.
     assert sk.confirm(key, "o2") is ConfirmOutcome.ALREADY_FINAL
-    assert sk.refund(key, "o2") == 1
+    assert sk.refund(key, "o2") == RefundResult(RefundOutcome.REFUNDED, 1)
+    assert sk.confirm(key, "o2", wait_replicas=0) == Durable(ConfirmOutcome.REFUNDED, 0, True)
 
 
 def test_an_error_of_the_command_is_raised_typed_despite_the_wait(r: redis.Redis, key: str) -> None:

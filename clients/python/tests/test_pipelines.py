@@ -15,8 +15,12 @@ from seckill import (
     Hold,
     InvalidArgumentError,
     ItemInfo,
+    OrderState,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestIdConflictError,
+    RequestStatus,
     Seckill,
     SeckillError,
     WrongTypeError,
@@ -44,7 +48,7 @@ def check_sale(results: list, key: str) -> None:  # type: ignore[type-arg]
     assert len(results) == 11
     assert results[0] is True
     assert results[1] is True
-    assert results[2] == DeductResult(Outcome.BOUGHT, 1)
+    assert results[2] == DeductResult(Outcome.BOUGHT, 1, FAR_FUTURE_MS)
     assert isinstance(results[3], RequestIdConflictError)
     assert isinstance(results[4], redis.exceptions.ResponseError) and not isinstance(results[4], SeckillError)
     assert isinstance(results[5], InvalidArgumentError)
@@ -54,6 +58,77 @@ def check_sale(results: list, key: str) -> None:  # type: ignore[type-arg]
     assert results[8] == DeductResult(Outcome.SOLD_OUT)
     assert isinstance(results[9], ItemInfo) and (results[9].sold, results[9].held) == (2, 0)
     assert isinstance(results[10], WrongTypeError)
+
+
+def queue_holds_and_refunds(  # type: ignore[no-untyped-def]
+    sk: Seckill | seckill.asyncio.Seckill, pipe, key: str
+) -> None:
+    """Queue holds with their deadlines, and confirms and refunds that tell why they did nothing;
+    then the same commands raw, without WITHDEADLINE or DETAIL."""
+    sk.init(key, 5)
+    sk.deduct(key, "ann", 1, request_id="h1", hold_until=FAR_FUTURE_MS)
+    sk.deduct(key, "bob", 2, request_id="p1")  # no hold: no deadline
+    sk.deduct(key, "cy", 1, request_id="h2", hold=600)
+    sk.status(key, "h2")
+    sk.release(key, "h2")
+    sk.refund(key, "p1")
+    sk.refund(key, "p1")
+    sk.refund(key, "h2")
+    sk.refund(key, "never")
+    sk.confirm(key, "h1")
+    sk.confirm(key, "p1")
+    sk.confirm(key, "h2")
+    sk.confirm(key, "never")
+    pipe.execute_command("SECKILL.DEDUCT", key, "dee", 1, "ID", "h3", "HOLD", 600)
+    pipe.execute_command("SECKILL.CONFIRM", key, "never")
+    pipe.execute_command("SECKILL.REFUND", key, "never")
+
+
+def check_holds_and_refunds(results: list) -> None:  # type: ignore[type-arg]
+    assert len(results) == 17
+    assert results[:3] == [True, DeductResult(Outcome.BOUGHT, 4, FAR_FUTURE_MS), DeductResult(Outcome.BOUGHT, 2)]
+    held, state = results[3:5]
+    assert isinstance(state, OrderState) and state.status is RequestStatus.HELD
+    assert held == DeductResult(Outcome.BOUGHT, 1, state.deadline)
+    assert results[5:] == [
+        1,
+        RefundResult(RefundOutcome.REFUNDED, 2),
+        RefundResult(RefundOutcome.ALREADY_REFUNDED),
+        RefundResult(RefundOutcome.LAPSED),
+        RefundResult(RefundOutcome.UNKNOWN_REQUEST),
+        ConfirmOutcome.CONFIRMED,
+        ConfirmOutcome.REFUNDED,
+        ConfirmOutcome.LAPSED,
+        ConfirmOutcome.UNKNOWN_REQUEST,
+        DeductResult(Outcome.BOUGHT, 3),  # the integer reply: no deadline asked for
+        ConfirmOutcome.CANCELLED,
+        RefundResult(RefundOutcome.NOTHING),
+    ]
+
+
+@pytest.mark.parametrize("transaction", [True, False], ids=["multi", "pipeline"])
+def test_pipeline_holds_deadlines_and_why_nothing_was_done(r: redis.Redis, key: str, transaction: bool) -> None:
+    with r.pipeline(transaction=transaction) as pipe:
+        sk = Seckill(pipe)
+        queue_holds_and_refunds(sk, pipe, key)
+        check_holds_and_refunds(sk.execute())
+
+
+@pytest.mark.parametrize("transaction", [True, False], ids=["multi", "pipeline"])
+def test_async_pipeline_holds_deadlines_and_why_nothing_was_done(  # type: ignore[no-untyped-def]
+    server, key: str, protocol: int, transaction: bool
+) -> None:
+    async def main() -> None:
+        client = redis.asyncio.Redis(port=server.port, protocol=protocol)
+        try:
+            async with client.pipeline(transaction=transaction) as pipe:
+                sk = seckill.asyncio.Seckill(pipe)
+                queue_holds_and_refunds(sk, pipe, key)
+                check_holds_and_refunds(await sk.execute())
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
 
 
 @pytest.mark.parametrize("transaction", [True, False], ids=["multi", "pipeline"])

@@ -25,7 +25,7 @@ def every_status(sk: Seckill, key: str) -> list[ScanRecord]:
     assert sk.deduct(key, "cy", 1, request_id="r-confirmed", hold_until=FAR_FUTURE_MS).ok
     assert sk.confirm(key, "r-confirmed").name == "CONFIRMED"
     assert sk.deduct(key, "dee", 3, request_id="r-refunded").ok
-    assert sk.refund(key, "r-refunded") == 3
+    assert sk.refund(key, "r-refunded").units == 3
     assert sk.deduct(key, "eve", 1, request_id="r-lapsed", hold_until=past).ok
     assert sk.deduct(key, "fay", 2).ok  # no id: a buyer record only
     return [

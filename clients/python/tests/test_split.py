@@ -16,6 +16,8 @@ from seckill import (
     DeductResult,
     ItemInfo,
     Outcome,
+    RefundOutcome,
+    RefundResult,
     RequestIdConflictError,
     Seckill,
     SettleOutcome,
@@ -109,7 +111,9 @@ def test_split_item_on_the_cluster(cluster_nodes: list[Server], rc: redis.RedisC
     # The per-user limit stays exact: a user always reaches the same part. Free one unit on the
     # buyer's part first (a sold-out part answers SOLD_OUT, checked before the limit).
     buyer, other = [user for user, result in results.items() if result.ok and item.part_for(user) == 0][:2]
-    assert item.refund(other, f"order-{other}") == 1
+    assert item.refund(other, f"order-{other}") == RefundResult(RefundOutcome.REFUNDED, 1)
+    assert item.refund(other, f"order-{other}") == RefundResult(RefundOutcome.ALREADY_REFUNDED)
+    assert item.confirm(other, f"order-{other}") is ConfirmOutcome.REFUNDED
     assert item.bought(other) == 0
     assert item.stock() == 100 - sold + 1
     assert item.deduct(buyer, 1, request_id="again").outcome is Outcome.LIMIT_REACHED
@@ -126,7 +130,7 @@ def test_split_item_holds_and_moves(cluster_nodes: list[Server], rc: redis.Redis
     user = "frank"
     mine = item.key_for(user)
     result = item.deduct(user, 2, request_id="hold-1", hold_until=FAR_FUTURE_MS)
-    assert result == DeductResult(Outcome.BOUGHT, (4 if mine == parts[0] else 3) - 2)
+    assert result == DeductResult(Outcome.BOUGHT, (4 if mine == parts[0] else 3) - 2, FAR_FUTURE_MS)
     assert item.confirm(user, "hold-1") is ConfirmOutcome.CONFIRMED
     assert item.confirm(user, "hold-1") is ConfirmOutcome.ALREADY_FINAL
     assert item.stock() == 8
@@ -202,10 +206,15 @@ def test_async_split_item_on_the_cluster(
             assert [info.initial for info in infos] == [34, 33, 33]
             assert sum(info.sold for info in infos) == sold
             buyers = [user for user, result in zip(users, results) if result.ok and item.part_for(user) == 2]
-            assert await item.refund(buyers[1], f"o-{buyers[1]}") == 1
-            assert await item.confirm(buyers[1], f"o-{buyers[1]}") is ConfirmOutcome.CANCELLED
+            assert await item.refund(buyers[1], f"o-{buyers[1]}") == RefundResult(RefundOutcome.REFUNDED, 1)
+            assert await item.confirm(buyers[1], f"o-{buyers[1]}") is ConfirmOutcome.REFUNDED
+            assert await item.confirm(buyers[1], "never") is ConfirmOutcome.UNKNOWN_REQUEST
             assert await item.stock() == 100 - sold + 1
             assert (await item.deduct(buyers[0], request_id="again")).outcome is Outcome.LIMIT_REACHED
+            # The unit given back, held: the deadline comes back from the user's part.
+            held = await item.deduct(buyers[1], request_id="hold", hold=600)
+            assert held.deadline is not None
+            assert held.deadline == (await item.seckill.status(item.key_for(buyers[1]), "hold")).deadline
         finally:
             await client.aclose()
 

@@ -2,8 +2,8 @@
 
 use crate::command::{self, Deduct, Durably, Init, Waitable};
 use crate::reply::{
-    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState, ScanPage,
-    ScanRecord, SettleOutcome, Transfer,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState, RefundResult,
+    ScanPage, ScanRecord, SettleOutcome, Transfer,
 };
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
@@ -24,6 +24,8 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         query(init.to_cmd(), self)
     }
 
+    /// The purchase's outcome and the stock left; with a hold, its
+    /// deadline too.
     fn seckill_deduct(
         &mut self,
         deduct: &Deduct,
@@ -31,6 +33,8 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         query(deduct.to_cmd(), self)
     }
 
+    /// Makes a hold a final purchase; a refunded, lapsed or unknown
+    /// request id is told apart (`Refunded`, `Lapsed`, `UnknownRequest`).
     fn seckill_confirm<K: ToRedisArgs, I: ToRedisArgs>(
         &mut self,
         key: K,
@@ -52,17 +56,15 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         }
     }
 
+    /// Gives the purchase's units back: `Refunded` with the units, or why
+    /// nothing was given back (`AlreadyRefunded`, `Lapsed`,
+    /// `UnknownRequest`, `NoItem`).
     fn seckill_refund<K: ToRedisArgs, I: ToRedisArgs>(
         &mut self,
         key: K,
         request_id: I,
-    ) -> impl Future<Output = Result<Option<i64>>> + Send {
-        let cmd = command::refund(key, request_id);
-        async move {
-            query::<ItemFigure, _>(cmd, self)
-                .await
-                .map(|figure| figure.0)
-        }
+    ) -> impl Future<Output = Result<RefundResult>> + Send {
+        query(command::refund(key, request_id), self)
     }
 
     /// Sends the write and `WAIT` right after it on this connection, in

@@ -2,7 +2,7 @@
 //! add them to a pipeline and decode each reply with the types of
 //! `reply`.
 
-use crate::reply::{ConfirmOutcome, DeductResult, ItemFigure};
+use crate::reply::{ConfirmOutcome, DeductResult, RefundResult};
 use redis::{Cmd, FromRedisValue, ParsingError, Pipeline, ToRedisArgs, Value};
 
 /// The stock of a new item.
@@ -136,7 +136,9 @@ impl Init {
 }
 
 /// `SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds |
-/// HOLDUNTIL unix-time-milliseconds]`
+/// HOLDUNTIL unix-time-milliseconds] [WITHDEADLINE]` → `DeductResult`;
+/// `WITHDEADLINE` goes with a hold, so that the reply carries its
+/// deadline.
 #[derive(Clone, Debug)]
 pub struct Deduct {
     key: Vec<u8>,
@@ -203,13 +205,18 @@ impl Deduct {
                 cmd.arg("HOLDUNTIL").arg(ms);
             }
         }
+        // Only with a hold: a purchase without one has no deadline to
+        // tell, and its reply stays the plain integer.
+        if self.hold.is_some() {
+            cmd.arg("WITHDEADLINE");
+        }
         cmd
     }
 }
 
-/// `SECKILL.CONFIRM key request_id` → `ConfirmOutcome`, as a value that
-/// `wait_replicas` can follow with a `WAIT` (`confirm` builds the same
-/// command).
+/// `SECKILL.CONFIRM key request_id DETAIL` → `ConfirmOutcome`, as a
+/// value that `wait_replicas` can follow with a `WAIT` (`confirm` builds
+/// the same command).
 #[derive(Clone, Debug)]
 pub struct Confirm {
     key: Vec<u8>,
@@ -236,9 +243,9 @@ impl Confirm {
     }
 }
 
-/// `SECKILL.REFUND key request_id` → `ItemFigure`, as a value that
-/// `wait_replicas` can follow with a `WAIT` (`refund` builds the same
-/// command).
+/// `SECKILL.REFUND key request_id DETAIL` → `RefundResult`, as a value
+/// that `wait_replicas` can follow with a `WAIT` (`refund` builds the
+/// same command).
 #[derive(Clone, Debug)]
 pub struct Refund {
     key: Vec<u8>,
@@ -268,8 +275,7 @@ impl Refund {
 /// `Confirm` and `Refund`.
 pub trait Waitable: sealed::Sealed {
     /// What the write replies, as its own method returns it:
-    /// `DeductResult`, `ConfirmOutcome`, or the units refunded
-    /// (`Option<i64>`, `None` without an item).
+    /// `DeductResult`, `ConfirmOutcome` or `RefundResult`.
     type Reply: Send;
 
     #[doc(hidden)]
@@ -311,14 +317,14 @@ impl Waitable for Confirm {
 }
 
 impl Waitable for Refund {
-    type Reply = Option<i64>;
+    type Reply = RefundResult;
 
     fn write_cmd(&self) -> Cmd {
         self.to_cmd()
     }
 
-    fn reply(value: Value) -> Result<Option<i64>, ParsingError> {
-        ItemFigure::from_redis_value(value).map(|figure| figure.0)
+    fn reply(value: Value) -> Result<RefundResult, ParsingError> {
+        RefundResult::from_redis_value(value)
     }
 }
 
@@ -396,10 +402,12 @@ fn keyed<K: ToRedisArgs>(name: &str, key: K) -> Cmd {
     cmd
 }
 
-/// `SECKILL.CONFIRM key request_id` → `ConfirmOutcome`
+/// `SECKILL.CONFIRM key request_id DETAIL` → `ConfirmOutcome`: with
+/// `DETAIL`, a refunded, a lapsed and an unknown request id each have
+/// their own outcome, where the reply without it says `Cancelled`.
 pub fn confirm<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
     let mut cmd = keyed("SECKILL.CONFIRM", key);
-    cmd.arg(request_id);
+    cmd.arg(request_id).arg("DETAIL");
     cmd
 }
 
@@ -412,10 +420,13 @@ pub fn release<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_ids: &[I]) -> Cmd
     cmd
 }
 
-/// `SECKILL.REFUND key request_id` → `ItemFigure`
+/// `SECKILL.REFUND key request_id DETAIL` → `RefundResult`: with
+/// `DETAIL`, a request id refunded before, a lapsed hold and an unknown
+/// request id each have their own outcome, where the reply without it
+/// says `Nothing` (0).
 pub fn refund<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
     let mut cmd = keyed("SECKILL.REFUND", key);
-    cmd.arg(request_id);
+    cmd.arg(request_id).arg("DETAIL");
     cmd
 }
 

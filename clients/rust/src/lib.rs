@@ -10,8 +10,15 @@
 //! a failover is given `wait_replicas` and sent with `seckill_durably`,
 //! which waits for replicas to acknowledge it and replies a `Durable`.
 //!
+//! A purchase with a hold replies its deadline too (`DeductResult::deadline`,
+//! Unix ms): the time to pay by. `seckill_confirm` and `seckill_refund`
+//! tell a refunded, a lapsed and an unknown request id apart
+//! (`ConfirmOutcome::{Refunded, Lapsed, UnknownRequest}`,
+//! `RefundOutcome::{AlreadyRefunded, Lapsed, UnknownRequest}`), with no
+//! second round trip to `SECKILL.STATUS`.
+//!
 //! ```no_run
-//! use seckill_client::{Deduct, Init, Outcome, SeckillCommands};
+//! use seckill_client::{ConfirmOutcome, Deduct, Init, Outcome, SeckillCommands};
 //!
 //! let client = redis::Client::open("redis://127.0.0.1/")?;
 //! let mut con = client.get_connection()?;
@@ -21,6 +28,18 @@
 //!     Outcome::Bought => println!("bought; {} left", result.stock.unwrap_or(0)),
 //!     Outcome::SoldOut => println!("sold out"),
 //!     other => println!("refused: {}", other.name()),
+//! }
+//!
+//! // Held for 15 minutes, until paid.
+//! let hold = Deduct::new("sku:1001", "user:8", 1).request_id("order:8-1").hold(900);
+//! let held = con.seckill_deduct(&hold)?;
+//! if let Some(pay_by_ms) = held.deadline {
+//!     println!("held; pay by {pay_by_ms} (Unix ms)");
+//! }
+//! match con.seckill_confirm("sku:1001", "order:8-1")? {
+//!     ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal => println!("paid"),
+//!     ConfirmOutcome::Lapsed => println!("too late: the hold lapsed"),
+//!     other => println!("not paid: {}", other.name()),
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -39,8 +58,8 @@ pub use error::{Error, ErrorKind, Result, SeckillError};
 pub use mask::mask_password;
 pub use reply::{
     BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState,
-    Outcome, RequestRecord, RequestStatus, ScanPage, ScanRecord, SettleOutcome, Transfer,
-    UNLIMITED_STOCK,
+    Outcome, RefundOutcome, RefundResult, RequestRecord, RequestStatus, ScanPage, ScanRecord,
+    SettleOutcome, Transfer, UNLIMITED_STOCK,
 };
 pub use split::SplitItem;
 
@@ -57,10 +76,14 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query(init.to_cmd(), self)
     }
 
+    /// The purchase's outcome and the stock left; with a hold, its
+    /// deadline too.
     fn seckill_deduct(&mut self, deduct: &Deduct) -> Result<DeductResult> {
         query(deduct.to_cmd(), self)
     }
 
+    /// Makes a hold a final purchase; a refunded, lapsed or unknown
+    /// request id is told apart (`Refunded`, `Lapsed`, `UnknownRequest`).
     fn seckill_confirm<K: ToRedisArgs, I: ToRedisArgs>(
         &mut self,
         key: K,
@@ -78,13 +101,15 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query::<ItemFigure>(command::release(key, request_ids), self).map(|figure| figure.0)
     }
 
-    /// Units given back (0: unknown or refunded before); `None` without an item.
+    /// Gives the purchase's units back: `Refunded` with the units, or why
+    /// nothing was given back (`AlreadyRefunded`, `Lapsed`,
+    /// `UnknownRequest`, `NoItem`).
     fn seckill_refund<K: ToRedisArgs, I: ToRedisArgs>(
         &mut self,
         key: K,
         request_id: I,
-    ) -> Result<Option<i64>> {
-        query::<ItemFigure>(command::refund(key, request_id), self).map(|figure| figure.0)
+    ) -> Result<RefundResult> {
+        query(command::refund(key, request_id), self)
     }
 
     /// Sends the write (a `Deduct`, `Confirm` or `Refund` given

@@ -63,6 +63,13 @@ pub struct DeductResult {
     pub outcome: Outcome,
     /// The remaining stock after the purchase; `None` unless bought.
     pub stock: Option<i64>,
+    /// The hold's deadline, Unix milliseconds, when the call made a hold
+    /// (or replayed one still pending): the time to pay by, with no
+    /// second round trip to `SECKILL.STATUS`. `None` for a purchase
+    /// without a hold, a refusal, a hold confirmed since, and a reply to
+    /// a command sent without `WITHDEADLINE` (`Deduct` sends it with a
+    /// hold).
+    pub deadline: Option<i64>,
 }
 
 impl DeductResult {
@@ -79,28 +86,46 @@ fn integer(value: &Value) -> Result<i64, ParsingError> {
 }
 
 impl FromRedisValue for DeductResult {
+    /// Either form of the reply: the integer `code`, or `[code, deadline]`
+    /// when the command was sent with `WITHDEADLINE` (the same array under
+    /// RESP2 and RESP3), so that a pipeline decodes a `Deduct` with a hold
+    /// and one without alike.
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
-        let reply = integer(&value)?;
+        let (reply, deadline) = match value {
+            Value::Array(_) => <(i64, Option<i64>)>::from_redis_value(value)?,
+            value => (integer(&value)?, None),
+        };
         let outcome = Outcome::of_reply(reply)
             .ok_or_else(|| ParsingError::from(format!("unknown DEDUCT reply {reply}")))?;
         Ok(DeductResult {
             outcome,
             stock: (outcome == Outcome::Bought).then_some(reply),
+            deadline,
         })
     }
 }
 
-/// The reply of `SECKILL.CONFIRM`.
+/// The reply of `SECKILL.CONFIRM`. `seckill_confirm` and `Confirm` send
+/// `DETAIL`, which tells a refunded, a lapsed and an unknown request id
+/// apart; a reply to a command sent without it says `Cancelled` for all
+/// three.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConfirmOutcome {
     /// `1`: the hold is a final purchase now.
     Confirmed,
     /// `0`: it was final already (confirmed before, or bought without a hold).
     AlreadyFinal,
-    /// `-4`: refunded, lapsed, or an unknown id.
+    /// `-4`, without `DETAIL`: refunded, lapsed, or an unknown id.
     Cancelled,
     /// `-3`: no such item.
     NoItem,
+    /// `-7`, with `DETAIL`: the purchase was refunded.
+    Refunded,
+    /// `-8`, with `DETAIL`: the hold lapsed unconfirmed (its units are for
+    /// sale again).
+    Lapsed,
+    /// `-9`, with `DETAIL`: the item never saw this request id.
+    UnknownRequest,
 }
 
 impl ConfirmOutcome {
@@ -111,6 +136,9 @@ impl ConfirmOutcome {
             ConfirmOutcome::AlreadyFinal => "ALREADY_FINAL",
             ConfirmOutcome::Cancelled => "CANCELLED",
             ConfirmOutcome::NoItem => "NO_ITEM",
+            ConfirmOutcome::Refunded => "REFUNDED",
+            ConfirmOutcome::Lapsed => "LAPSED",
+            ConfirmOutcome::UnknownRequest => "UNKNOWN_REQUEST",
         }
     }
 }
@@ -122,13 +150,89 @@ impl FromRedisValue for ConfirmOutcome {
             0 => ConfirmOutcome::AlreadyFinal,
             -4 => ConfirmOutcome::Cancelled,
             -3 => ConfirmOutcome::NoItem,
+            -7 => ConfirmOutcome::Refunded,
+            -8 => ConfirmOutcome::Lapsed,
+            -9 => ConfirmOutcome::UnknownRequest,
             other => return Err(format!("unknown CONFIRM reply {other}").into()),
         })
     }
 }
 
-/// A figure replied by a write to an item (`ADD`'s new stock, `REFUND`'s
-/// units, `RELEASE`'s count), `None` when there was no item (`-3`).
+/// What a `SECKILL.REFUND` did. `seckill_refund` and `Refund` send
+/// `DETAIL`, which tells why nothing was given back; a reply to a command
+/// sent without it says `Nothing` for all those cases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefundOutcome {
+    /// The units were given back; the reply was how many (1 or more).
+    Refunded,
+    /// `0`, without `DETAIL`: an unknown request id, one refunded already,
+    /// or a hold that lapsed.
+    Nothing,
+    /// `-3`: no such item.
+    NoItem,
+    /// `-7`, with `DETAIL`: refunded before (a retry of the refund).
+    AlreadyRefunded,
+    /// `-8`, with `DETAIL`: the hold lapsed, and its units went back then.
+    Lapsed,
+    /// `-9`, with `DETAIL`: the item never saw this request id.
+    UnknownRequest,
+}
+
+impl RefundOutcome {
+    /// The outcome of a REFUND reply.
+    pub fn of_reply(reply: i64) -> Option<RefundOutcome> {
+        Some(match reply {
+            1.. => RefundOutcome::Refunded,
+            0 => RefundOutcome::Nothing,
+            -3 => RefundOutcome::NoItem,
+            -7 => RefundOutcome::AlreadyRefunded,
+            -8 => RefundOutcome::Lapsed,
+            -9 => RefundOutcome::UnknownRequest,
+            _ => return None,
+        })
+    }
+
+    /// The name all seckill client libraries use (`REFUNDED`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            RefundOutcome::Refunded => "REFUNDED",
+            RefundOutcome::Nothing => "NOTHING",
+            RefundOutcome::NoItem => "NO_ITEM",
+            RefundOutcome::AlreadyRefunded => "ALREADY_REFUNDED",
+            RefundOutcome::Lapsed => "LAPSED",
+            RefundOutcome::UnknownRequest => "UNKNOWN_REQUEST",
+        }
+    }
+}
+
+/// The reply of `SECKILL.REFUND`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefundResult {
+    pub outcome: RefundOutcome,
+    /// The units given back by this call; `None` unless refunded.
+    pub units: Option<i64>,
+}
+
+impl RefundResult {
+    pub fn refunded(&self) -> bool {
+        self.outcome == RefundOutcome::Refunded
+    }
+}
+
+impl FromRedisValue for RefundResult {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let reply = integer(&value)?;
+        let outcome = RefundOutcome::of_reply(reply)
+            .ok_or_else(|| ParsingError::from(format!("unknown REFUND reply {reply}")))?;
+        Ok(RefundResult {
+            outcome,
+            units: (outcome == RefundOutcome::Refunded).then_some(reply),
+        })
+    }
+}
+
+/// A figure replied by a write to an item (`ADD`'s new stock, `RELEASE`'s
+/// count), `None` when there was no item (`-3`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ItemFigure(pub Option<i64>);
 
@@ -482,11 +586,11 @@ impl FromRedisValue for Transfer {
 ///
 /// A `WAIT` covers every write its connection made before it. A write that
 /// changed nothing (a replayed `DEDUCT`, a `CONFIRM` answering
-/// `AlreadyFinal`, a `REFUND` answering 0) adds none of its own, so its
-/// `WAIT` still covers the first call only when it is sent on the
-/// connection that made that call; on a connection that made no write yet
-/// it answers at once with every connected replica, which proves nothing
-/// about the first call.
+/// `AlreadyFinal`, a `REFUND` answering `AlreadyRefunded`) adds none of
+/// its own, so its `WAIT` still covers the first call only when it is sent
+/// on the connection that made that call; on a connection that made no
+/// write yet it answers at once with every connected replica, which
+/// proves nothing about the first call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Durable<T> {
     /// The write's reply, as its own method returns it.

@@ -13,7 +13,7 @@
 //! number of parts: the same in the Python, Node.js and Rust libraries.
 
 use crate::command::{Deduct, Init};
-use crate::reply::{ConfirmOutcome, DeductResult, ItemInfo};
+use crate::reply::{ConfirmOutcome, DeductResult, ItemInfo, RefundResult};
 use crate::{Result, SeckillCommands};
 use redis::ToRedisArgs;
 
@@ -101,7 +101,7 @@ impl SplitItem {
         con: &mut C,
         user: &str,
         request_id: I,
-    ) -> Result<Option<i64>> {
+    ) -> Result<RefundResult> {
         con.seckill_refund(self.key_for(user), request_id)
     }
 

@@ -7,8 +7,8 @@ use seckill_client::command;
 use seckill_client::split::{self, SplitItem};
 use seckill_client::{
     AsyncSeckillCommands, ConfirmOutcome, Deduct, DeductResult, ErrorKind, Expiry, Hold, Init,
-    ItemFigure, ItemInfo, Outcome, RequestStatus, SeckillCommands, SettleOutcome, Stock, Transfer,
-    UNLIMITED_STOCK,
+    ItemFigure, ItemInfo, Outcome, RefundOutcome, RefundResult, RequestStatus, SeckillCommands,
+    SettleOutcome, Stock, Transfer, UNLIMITED_STOCK,
 };
 use seckill_harness::cluster::Cluster;
 use seckill_harness::{ok, server_info, Server};
@@ -49,7 +49,8 @@ fn every_command(con: &mut Connection) {
         bought,
         DeductResult {
             outcome: Outcome::Bought,
-            stock: Some(8)
+            stock: Some(8),
+            deadline: None
         }
     );
     assert!(bought.bought());
@@ -75,7 +76,7 @@ fn every_command(con: &mut Connection) {
                 .hold_until(deadline),
         )
         .unwrap();
-    assert_eq!(held.stock, Some(7));
+    assert_eq!((held.stock, held.deadline), (Some(7), Some(deadline)));
     con.seckill_deduct(&Deduct::new(key, "dan", 1).request_id("h2").hold(600))
         .unwrap();
     let holds = con.seckill_holds(key, None::<&str>).unwrap().unwrap();
@@ -124,14 +125,24 @@ fn every_command(con: &mut Connection) {
     );
     assert_eq!(
         con.seckill_confirm(key, "h2").unwrap(),
-        ConfirmOutcome::Cancelled
+        ConfirmOutcome::Lapsed
     );
     let cancelled = con
         .seckill_deduct(&Deduct::new(key, "dan", 1).request_id("h2").hold(600))
         .unwrap();
     assert_eq!(cancelled.outcome, Outcome::Cancelled);
-    assert_eq!(con.seckill_refund(key, "o1").unwrap(), Some(2));
-    assert_eq!(con.seckill_refund(key, "o1").unwrap(), Some(0));
+    assert_eq!(
+        con.seckill_refund(key, "o1").unwrap(),
+        RefundResult {
+            outcome: RefundOutcome::Refunded,
+            units: Some(2)
+        }
+    );
+    let again = con.seckill_refund(key, "o1").unwrap();
+    assert_eq!(
+        (again.outcome, again.units),
+        (RefundOutcome::AlreadyRefunded, None)
+    );
     assert_eq!(con.seckill_add(key, 5).unwrap(), Some(14));
     assert_eq!(con.seckill_get(key).unwrap(), Some(14));
     assert_eq!(con.seckill_bought(key, "cat").unwrap(), Some(1));
@@ -193,7 +204,10 @@ fn every_command(con: &mut Connection) {
     assert_eq!(con.seckill_holds(none, None::<&str>).unwrap(), None);
     assert_eq!(con.seckill_info(none).unwrap(), None);
     assert_eq!(con.seckill_add(none, 1).unwrap(), None);
-    assert_eq!(con.seckill_refund(none, "o").unwrap(), None);
+    assert_eq!(
+        con.seckill_refund(none, "o").unwrap().outcome,
+        RefundOutcome::NoItem
+    );
     assert_eq!(con.seckill_release(none, &["o"]).unwrap(), None);
     assert_eq!(
         con.seckill_confirm(none, "o").unwrap(),
@@ -265,6 +279,270 @@ fn pipelines_and_transactions_decode_each_reply() {
             assert_eq!(added, ItemFigure(Some(2)));
             assert_eq!(info.unwrap().sold, 1);
             assert_eq!(confirmed, ConfirmOutcome::AlreadyFinal);
+        }
+    }
+}
+
+/// A hold's deadline comes with the purchase (`WITHDEADLINE`, which
+/// `Deduct` sends with a hold), the same as `SECKILL.STATUS` tells later;
+/// a purchase without a hold, a refusal and a hold confirmed since have
+/// none.
+#[test]
+fn a_hold_replies_its_deadline_and_a_purchase_without_one_none() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        let key = "{sku:3}";
+        con.seckill_init(&Init::new(key, 10)).unwrap();
+
+        let before = now_ms(&mut con);
+        let hold = Deduct::new(key, "ann", 1).request_id("h1").hold(600);
+        let held = con.seckill_deduct(&hold).unwrap();
+        let deadline = held.deadline.expect("a hold's deadline");
+        let after = now_ms(&mut con);
+        assert!(
+            (before + 600_000..=after + 600_000).contains(&deadline),
+            "{deadline} is not 600 s after the call"
+        );
+        let state = con.seckill_status(key, "h1").unwrap().unwrap();
+        assert_eq!(state.deadline, deadline);
+        // A retry while the hold is pending: the very same reply.
+        assert_eq!(con.seckill_deduct(&hold).unwrap(), held);
+
+        let until = now_ms(&mut con) + 60_000;
+        let held_until = con
+            .seckill_deduct(
+                &Deduct::new(key, "bob", 1)
+                    .request_id("h2")
+                    .hold_until(until),
+            )
+            .unwrap();
+        assert_eq!(
+            (held_until.outcome, held_until.stock, held_until.deadline),
+            (Outcome::Bought, Some(8), Some(until))
+        );
+
+        let plain = con
+            .seckill_deduct(&Deduct::new(key, "cat", 1).request_id("p1"))
+            .unwrap();
+        assert_eq!((plain.stock, plain.deadline), (Some(7), None));
+        let anonymous = con.seckill_deduct(&Deduct::new(key, "dan", 1)).unwrap();
+        assert_eq!((anonymous.stock, anonymous.deadline), (Some(6), None));
+        let refused = con
+            .seckill_deduct(&Deduct::new(key, "eve", 100).request_id("h3").hold(600))
+            .unwrap();
+        assert_eq!(
+            (refused.outcome, refused.deadline),
+            (Outcome::SoldOut, None)
+        );
+        let no_item = con
+            .seckill_deduct(
+                &Deduct::new("{sku:3}:none", "eve", 1)
+                    .request_id("h4")
+                    .hold(600),
+            )
+            .unwrap();
+        assert_eq!((no_item.outcome, no_item.deadline), (Outcome::NoItem, None));
+
+        // Confirmed since: the retry replies the purchase, with no deadline
+        // left to pay by.
+        assert_eq!(
+            con.seckill_confirm(key, "h1").unwrap(),
+            ConfirmOutcome::Confirmed
+        );
+        let replay = con.seckill_deduct(&hold).unwrap();
+        assert_eq!((replay.stock, replay.deadline), (held.stock, None));
+    }
+}
+
+/// `seckill_confirm` and `seckill_refund` send `DETAIL`: a refunded, a
+/// lapsed and an unknown request id each get their own outcome. A call
+/// sent without it still decodes, to the outcome that covers all three.
+#[test]
+fn confirm_and_refund_tell_refunded_lapsed_and_unknown_ids_apart() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        let key = "{sku:2}";
+        con.seckill_init(&Init::new(key, 10)).unwrap();
+        for id in ["refunded", "lapsed", "paid"] {
+            let hold = Deduct::new(key, "ann", 1).request_id(id).hold(600);
+            assert!(con.seckill_deduct(&hold).unwrap().bought());
+        }
+        let bought = Deduct::new(key, "bob", 2).request_id("bought");
+        assert!(con.seckill_deduct(&bought).unwrap().bought());
+
+        let refunded = con.seckill_refund(key, "refunded").unwrap();
+        assert_eq!(
+            refunded,
+            RefundResult {
+                outcome: RefundOutcome::Refunded,
+                units: Some(1)
+            }
+        );
+        assert!(refunded.refunded());
+        let bought_back = con.seckill_refund(key, "bought").unwrap();
+        assert_eq!(
+            (bought_back.outcome, bought_back.units),
+            (RefundOutcome::Refunded, Some(2))
+        );
+        // The hold lapses now, as it would at its deadline.
+        assert_eq!(con.seckill_release(key, &["lapsed"]).unwrap(), Some(1));
+
+        let confirmed = |con: &mut Connection, id: &str| con.seckill_confirm(key, id).unwrap();
+        assert_eq!(confirmed(&mut con, "refunded"), ConfirmOutcome::Refunded);
+        assert_eq!(confirmed(&mut con, "bought"), ConfirmOutcome::Refunded);
+        assert_eq!(confirmed(&mut con, "lapsed"), ConfirmOutcome::Lapsed);
+        assert_eq!(confirmed(&mut con, "never"), ConfirmOutcome::UnknownRequest);
+        assert_eq!(confirmed(&mut con, "paid"), ConfirmOutcome::Confirmed);
+        assert_eq!(confirmed(&mut con, "paid"), ConfirmOutcome::AlreadyFinal);
+        assert_eq!(
+            con.seckill_confirm("{sku:2}:none", "paid").unwrap(),
+            ConfirmOutcome::NoItem
+        );
+
+        let refund = |con: &mut Connection, id: &str| {
+            let result = con.seckill_refund(key, id).unwrap();
+            (result.outcome, result.units)
+        };
+        assert_eq!(
+            refund(&mut con, "refunded"),
+            (RefundOutcome::AlreadyRefunded, None)
+        );
+        assert_eq!(refund(&mut con, "lapsed"), (RefundOutcome::Lapsed, None));
+        assert_eq!(
+            refund(&mut con, "never"),
+            (RefundOutcome::UnknownRequest, None)
+        );
+        // Nothing went back twice: 10, less the paid unit.
+        assert_eq!(con.seckill_get(key).unwrap(), Some(9));
+        // A confirmed purchase can be refunded; confirming it then says so.
+        assert_eq!(refund(&mut con, "paid"), (RefundOutcome::Refunded, Some(1)));
+        assert_eq!(confirmed(&mut con, "paid"), ConfirmOutcome::Refunded);
+        assert_eq!(con.seckill_get(key).unwrap(), Some(10));
+
+        // Without DETAIL, as a call built by hand sends them.
+        let raw_confirm: ConfirmOutcome = redis::cmd("SECKILL.CONFIRM")
+            .arg(key)
+            .arg("lapsed")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(raw_confirm, ConfirmOutcome::Cancelled);
+        let raw_refund: RefundResult = redis::cmd("SECKILL.REFUND")
+            .arg(key)
+            .arg("never")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(
+            (raw_refund.outcome, raw_refund.units),
+            (RefundOutcome::Nothing, None)
+        );
+    }
+}
+
+/// In a pipeline or a transaction, a `DEDUCT` with a hold (its reply an
+/// array) and one without (an integer) decode alike, and so do `CONFIRM`
+/// and `REFUND` with `DETAIL` or without.
+#[test]
+fn pipelines_decode_deadlines_and_the_detailed_outcomes() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        for atomic in [false, true] {
+            let key = format!("{{sku:pipe:{atomic}}}");
+            let key = key.as_str();
+            let deadline = now_ms(&mut con) + 600_000;
+            let mut pipe = redis::pipe();
+            if atomic {
+                pipe.atomic();
+            }
+            pipe.add_command(Init::new(key, 10).to_cmd())
+                .add_command(
+                    Deduct::new(key, "ann", 1)
+                        .request_id("h1")
+                        .hold_until(deadline)
+                        .to_cmd(),
+                )
+                .add_command(Deduct::new(key, "bob", 2).request_id("p1").to_cmd())
+                .add_command(command::status(key, "h1"))
+                .add_command(command::release(key, &["h1"]))
+                .add_command(command::confirm(key, "h1"));
+            let (created, held, bought, state, released, lapsed): (
+                bool,
+                DeductResult,
+                DeductResult,
+                Option<seckill_client::OrderState>,
+                ItemFigure,
+                ConfirmOutcome,
+            ) = pipe.query(&mut con).unwrap();
+            assert!(created);
+            assert_eq!(
+                held,
+                DeductResult {
+                    outcome: Outcome::Bought,
+                    stock: Some(9),
+                    deadline: Some(deadline)
+                }
+            );
+            assert_eq!((bought.stock, bought.deadline), (Some(7), None));
+            assert_eq!(state.unwrap().deadline, deadline);
+            assert_eq!(released, ItemFigure(Some(1)));
+            assert_eq!(lapsed, ConfirmOutcome::Lapsed);
+
+            let mut pipe = redis::pipe();
+            if atomic {
+                pipe.atomic();
+            }
+            pipe.add_command(command::refund(key, "p1"))
+                .add_command(command::confirm(key, "p1"))
+                .add_command(command::refund(key, "p1"))
+                .add_command(command::refund(key, "h1"))
+                .add_command(command::confirm(key, "never"))
+                .add_command(command::refund(key, "never"))
+                .add_command(command::refund("{sku:pipe}:none", "p1"))
+                .cmd("SECKILL.CONFIRM")
+                .arg(key)
+                .arg("never")
+                .cmd("SECKILL.REFUND")
+                .arg(key)
+                .arg("never");
+            let replies: (
+                RefundResult,
+                ConfirmOutcome,
+                RefundResult,
+                RefundResult,
+                ConfirmOutcome,
+                RefundResult,
+                RefundResult,
+                ConfirmOutcome,
+                RefundResult,
+            ) = pipe.query(&mut con).unwrap();
+            let refunds = [
+                replies.0, replies.2, replies.3, replies.5, replies.6, replies.8,
+            ];
+            let refunds = refunds.map(|result| (result.outcome, result.units));
+            assert_eq!(
+                refunds,
+                [
+                    (RefundOutcome::Refunded, Some(2)),
+                    (RefundOutcome::AlreadyRefunded, None),
+                    (RefundOutcome::Lapsed, None),
+                    (RefundOutcome::UnknownRequest, None),
+                    (RefundOutcome::NoItem, None),
+                    (RefundOutcome::Nothing, None),
+                ]
+            );
+            assert_eq!(
+                [replies.1, replies.4, replies.7],
+                [
+                    ConfirmOutcome::Refunded,
+                    ConfirmOutcome::UnknownRequest,
+                    ConfirmOutcome::Cancelled,
+                ]
+            );
         }
     }
 }
@@ -422,7 +700,23 @@ fn async_connections_have_the_same_commands() {
             con.seckill_confirm("k", "o1").await.unwrap(),
             ConfirmOutcome::Confirmed
         );
-        assert_eq!(con.seckill_refund("k", "o1").await.unwrap(), Some(1));
+        let state = con.seckill_status("k", "o1").await.unwrap().unwrap();
+        assert_eq!(first.deadline, Some(state.deadline));
+        assert_eq!(
+            con.seckill_confirm("k", "none").await.unwrap(),
+            ConfirmOutcome::UnknownRequest
+        );
+        let refunded = con.seckill_refund("k", "o1").await.unwrap();
+        assert!(refunded.refunded());
+        assert_eq!(refunded.units, Some(1));
+        assert_eq!(
+            con.seckill_confirm("k", "o1").await.unwrap(),
+            ConfirmOutcome::Refunded
+        );
+        assert_eq!(
+            con.seckill_refund("k", "o1").await.unwrap().outcome,
+            RefundOutcome::AlreadyRefunded
+        );
         assert_eq!(con.seckill_release("k", &["o1"]).await.unwrap(), Some(0));
         assert_eq!(con.seckill_add("k", 1).await.unwrap(), Some(3));
         assert!(con.seckill_window("k", 0, 0).await.unwrap());

@@ -2,11 +2,13 @@
 //! tests and the other client libraries' tests read too: every error the
 //! contract can provoke, sent to a real server and sorted by this crate's
 //! classifier into the contract's kind, code, text and retryability; the
-//! outcome names and codes of DEDUCT, CONFIRM and SETTLE; INFO's fields.
+//! outcome names and codes of DEDUCT, CONFIRM, REFUND and SETTLE; INFO's
+//! fields.
 
 use redis::{FromRedisValue, Value};
 use seckill_client::{
-    ConfirmOutcome, DeductResult, Error, ErrorKind, ItemInfo, Outcome, SeckillError, SettleOutcome,
+    ConfirmOutcome, DeductResult, Error, ErrorKind, ItemInfo, Outcome, RefundOutcome, RefundResult,
+    SeckillError, SettleOutcome,
 };
 use seckill_harness::contract::{list, load as contract, provoke, text};
 use seckill_harness::Server;
@@ -176,11 +178,26 @@ fn outcome_names_and_codes_are_the_contracts() {
         ConfirmOutcome::AlreadyFinal,
         ConfirmOutcome::Cancelled,
         ConfirmOutcome::NoItem,
+        ConfirmOutcome::Refunded,
+        ConfirmOutcome::Lapsed,
+        ConfirmOutcome::UnknownRequest,
     ]
     .map(|o| o.name().to_owned())
     .to_vec();
     ours.sort();
     assert_eq!(ours, names("SECKILL.CONFIRM"));
+    let mut ours: Vec<String> = [
+        RefundOutcome::Refunded,
+        RefundOutcome::Nothing,
+        RefundOutcome::NoItem,
+        RefundOutcome::AlreadyRefunded,
+        RefundOutcome::Lapsed,
+        RefundOutcome::UnknownRequest,
+    ]
+    .map(|o| o.name().to_owned())
+    .to_vec();
+    ours.sort();
+    assert_eq!(ours, names("SECKILL.REFUND"));
     let mut ours: Vec<String> = [
         SettleOutcome::Settled,
         SettleOutcome::AlreadySettled,
@@ -214,6 +231,18 @@ fn outcome_names_and_codes_are_the_contracts() {
                         .unwrap()
                         .name()
                         .to_owned()
+                }
+                "SECKILL.REFUND" => {
+                    let decoded = RefundResult::from_redis_value(Value::Int(code)).unwrap();
+                    assert_eq!(decoded.outcome.name(), name);
+                    assert_eq!(
+                        RefundOutcome::of_reply(code).map(RefundOutcome::name),
+                        Some(name)
+                    );
+                    let result: RefundResult = provoke(&server, &mut con, case, &key).unwrap();
+                    let units = (name == "REFUNDED").then_some(reply);
+                    assert_eq!(result.units, units, "{command} {name}");
+                    result.outcome.name().to_owned()
                 }
                 "SECKILL.SETTLE" => {
                     let decoded = SettleOutcome::from_redis_value(Value::Int(code)).unwrap();

@@ -7,7 +7,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Connection};
 use seckill_client::{
     AsyncSeckillCommands, Confirm, ConfirmOutcome, Deduct, Durable, Error, ErrorKind, Init, Refund,
-    SeckillCommands,
+    RefundOutcome, RefundResult, SeckillCommands,
 };
 use seckill_harness::cluster::Cluster;
 use seckill_harness::{command_calls, ok, server_info, wait_until, Server};
@@ -59,8 +59,13 @@ fn a_paid_hold_confirmed_on_a_replica_survives_the_failover() {
     };
     let ann = con.seckill_durably(&hold("ann", "h1")).unwrap();
     assert_eq!(
-        (ann.result.stock, ann.replicas, ann.wanted),
-        (Some(9), 1, 1)
+        (
+            ann.result.stock,
+            ann.result.deadline,
+            ann.replicas,
+            ann.wanted
+        ),
+        (Some(9), Some(deadline), 1, 1)
     );
     assert!(ann.durable());
     let bob = con.seckill_durably(&hold("bob", "h2")).unwrap();
@@ -113,7 +118,7 @@ fn a_paid_hold_confirmed_on_a_replica_survives_the_failover() {
     assert_eq!(on_replica.seckill_bought("sku:1", "bob").unwrap(), Some(0));
     assert_eq!(
         on_replica.seckill_confirm("sku:1", "h2").unwrap(),
-        ConfirmOutcome::Cancelled
+        ConfirmOutcome::Lapsed
     );
     assert_eq!(on_replica.seckill_get("sku:1").unwrap(), Some(9));
 }
@@ -301,6 +306,7 @@ fn async_connections_wait_for_replicas_too() {
             .await
             .unwrap();
         assert_eq!((held.result.stock, held.replicas), (Some(8), 1));
+        assert!(held.result.deadline.is_some(), "a hold's deadline");
         let paid = con
             .seckill_durably(&Confirm::new("sku:1", "o1").wait_replicas(1, 30_000))
             .await
@@ -317,19 +323,26 @@ fn async_connections_wait_for_replicas_too() {
             .seckill_durably(&Refund::new("sku:1", "o1").wait_replicas(1, 30_000))
             .await
             .unwrap();
-        assert_eq!((refunded.result, refunded.replicas), (Some(2), 1));
+        let units_back = RefundResult {
+            outcome: RefundOutcome::Refunded,
+            units: Some(2),
+        };
+        assert_eq!((refunded.result, refunded.replicas), (units_back, 1));
         assert!(refunded.durable());
-        // Refunded before: 0 units, on the connection that refunded them.
+        // Refunded before: no units, on the connection that refunded them.
         let again = con
             .seckill_durably(&Refund::new("sku:1", "o1").wait_replicas(1, 30_000))
             .await
             .unwrap();
-        assert_eq!((again.result, again.replicas), (Some(0), 1));
+        assert_eq!(
+            (again.result.outcome, again.result.units, again.replicas),
+            (RefundOutcome::AlreadyRefunded, None, 1)
+        );
         let none = con
             .seckill_durably(&Refund::new("sku:none", "o1").wait_replicas(0, 100))
             .await
             .unwrap();
-        assert_eq!(none.result, None);
+        assert_eq!(none.result.outcome, RefundOutcome::NoItem);
         assert!(none.durable(), "no replica was asked for");
 
         let mut on_replica = connect_async(replica.url()).await;

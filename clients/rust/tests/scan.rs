@@ -71,7 +71,10 @@ fn every_status(con: &mut Connection, key: &str) -> Vec<ScanRecord> {
         ConfirmOutcome::Confirmed
     );
     deduct(con, Deduct::new(key, "dee", 3).request_id("r-refunded"));
-    assert_eq!(con.seckill_refund(key, "r-refunded").unwrap(), Some(3));
+    assert_eq!(
+        con.seckill_refund(key, "r-refunded").unwrap().units,
+        Some(3)
+    );
     deduct(
         con,
         Deduct::new(key, "eve", 1)

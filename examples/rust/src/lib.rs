@@ -22,7 +22,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use redis::aio::MultiplexedConnection;
 use seckill_client::{AsyncSeckillCommands as _, Confirm, ConfirmOutcome, Deduct, ErrorKind};
-use seckill_client::{Init, Outcome, RequestStatus};
+use seckill_client::{Init, Outcome, RefundOutcome, RequestStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -147,36 +147,35 @@ async fn order_state(State(mut shop): State<Shop>, Path(order): Path<String>, Qu
 }
 
 async fn pay(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Of>) -> Reply {
-    let item = q.item;
-    let confirm = Confirm::new(item.as_str(), order.as_str()).wait_replicas(shop.wait_replicas, WAIT_MS);
+    let confirm = Confirm::new(q.item, order.as_str()).wait_replicas(shop.wait_replicas, WAIT_MS);
     let done = shop.con.seckill_durably(&confirm).await.map_err(unavailable)?;
     match done.result {
         ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal if !done.durable() => {
             // On the master alone: a failover could lose it.
             let text = "payment not on enough replicas yet, send it again";
-            return error(StatusCode::SERVICE_UNAVAILABLE, &order, text);
+            error(StatusCode::SERVICE_UNAVAILABLE, &order, text)
         }
         ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal => {
-            return reply(StatusCode::OK, json!({ "order": order, "status": "paid" }));
+            reply(StatusCode::OK, json!({ "order": order, "status": "paid" }))
         }
-        ConfirmOutcome::NoItem => return error(StatusCode::NOT_FOUND, &order, "no such sale"),
-        ConfirmOutcome::Cancelled => {}
-    }
-    // Expired, cancelled or never placed: take no money (or give it back), and say which.
-    let state = shop.con.seckill_status(&item, &order).await.map_err(unavailable)?;
-    match state.map(|state| state.status) {
-        None | Some(RequestStatus::Unknown) => error(StatusCode::NOT_FOUND, &order, "no such order"),
-        Some(RequestStatus::Lapsed) => error(StatusCode::GONE, &order, "order expired"),
-        Some(_) => error(StatusCode::GONE, &order, "order cancelled"),
+        ConfirmOutcome::NoItem => error(StatusCode::NOT_FOUND, &order, "no such sale"),
+        // Never placed, expired or cancelled: take no money (or give it back), and say which.
+        ConfirmOutcome::UnknownRequest => error(StatusCode::NOT_FOUND, &order, "no such order"),
+        ConfirmOutcome::Lapsed => error(StatusCode::GONE, &order, "order expired"),
+        ConfirmOutcome::Refunded => error(StatusCode::GONE, &order, "order cancelled"),
+        // Only a CONFIRM sent without DETAIL replies it, which the client never does.
+        ConfirmOutcome::Cancelled => error(StatusCode::GONE, &order, "order cancelled or expired"),
     }
 }
 
 async fn cancel(State(mut shop): State<Shop>, Path(order): Path<String>, Query(q): Query<Of>) -> Reply {
-    let item = q.item;
-    match shop.con.seckill_refund(&item, &order).await.map_err(unavailable)? {
-        None => error(StatusCode::NOT_FOUND, &order, "no such sale"),
-        // 0: unknown, or cancelled before; the unit went back once either way.
-        Some(units) => {
+    let refund = shop.con.seckill_refund(&q.item, &order).await.map_err(unavailable)?;
+    match refund.outcome {
+        RefundOutcome::NoItem => error(StatusCode::NOT_FOUND, &order, "no such sale"),
+        RefundOutcome::UnknownRequest => error(StatusCode::NOT_FOUND, &order, "no such order"),
+        // Cancelled before, or the hold lapsed: the unit went back once either way.
+        RefundOutcome::Refunded | RefundOutcome::AlreadyRefunded | RefundOutcome::Lapsed | RefundOutcome::Nothing => {
+            let units = refund.units.unwrap_or(0);
             let body = json!({ "order": order, "status": "cancelled", "units_returned": units });
             reply(StatusCode::OK, body)
         }

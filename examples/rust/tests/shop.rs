@@ -217,3 +217,63 @@ async fn a_payment_is_paid_once_the_replicas_asked_for_have_it() {
     let (_, body) = json(response.send().await.expect("GET")).await;
     assert_eq!(body["status"], "confirmed");
 }
+
+/// An order whose hold lapsed is told from one cancelled and one never
+/// placed, by the payment and by the cancellation alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_order_is_told_from_a_cancelled_and_an_unknown_one() {
+    let server = Server::start();
+    let base = start_shop(&server, 0).await;
+    let http = Client::new();
+    post(&http, format!("{base}/items/{ITEM}"), &[("stock", "5"), ("limit", "2")]).await;
+    for order in ["late", "changed-mind"] {
+        let query = [("item", ITEM), ("user", "ann")];
+        let held = post(&http, format!("{base}/orders/{order}"), &query).await;
+        assert_eq!(held.status(), StatusCode::CREATED);
+    }
+    // The buyer does not pay in time: the hold lapses, as at its deadline.
+    let mut con = server.client();
+    let released: i64 = seckill_harness::ok(&mut con, &["SECKILL.RELEASE", ITEM, "late"]);
+    assert_eq!(released, 1);
+    let of_item = [("item", ITEM)];
+    let cancel = |order: &str| post(&http, format!("{base}/orders/{order}/cancel"), &of_item);
+    let (_, body) = json(cancel("changed-mind").await).await;
+    assert_eq!(body["units_returned"], 1);
+
+    let pay = |order: &str| post(&http, format!("{base}/orders/{order}/pay"), &of_item);
+    let (status, body) = json(pay("late").await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::GONE, Some("order expired"))
+    );
+    let (status, body) = json(pay("changed-mind").await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::GONE, Some("order cancelled"))
+    );
+    let (status, body) = json(pay("never-placed").await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no such order"))
+    );
+
+    // Cancelling an expired order gives nothing back again: its unit went
+    // back when it lapsed.
+    let (status, body) = json(cancel("late").await).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("cancelled")));
+    assert_eq!(body["units_returned"], 0);
+    let (status, body) = json(cancel("never-placed").await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no such order"))
+    );
+    let missing = format!("{base}/orders/late/cancel");
+    let (status, body) = json(post(&http, missing, &[("item", "{sku:none}")]).await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no such sale"))
+    );
+
+    let (_, body) = json(http.get(format!("{base}/items/{ITEM}")).send().await.expect("GET")).await;
+    assert_eq!(body["stock"], 5);
+}

@@ -6,7 +6,7 @@
 
 const assert = require('node:assert/strict');
 const {
-  Outcome, ConfirmOutcome, SettleOutcome, DeductResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
+  Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, RefundResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError, NoPermissionError,
   InvalidArgumentError, ErrorKind, SplitItem, RequestStatus, BuyerRecord, RequestRecord, ScanPage, OrderState,
 } = require('../..');
@@ -25,6 +25,18 @@ function plain(r) {
   return { outcome: r.outcome, stock: r.stock, ok: r.ok, bought: r.bought };
 }
 
+function refunded(units) {
+  return { outcome: RefundOutcome.REFUNDED, units, ok: true, refunded: true };
+}
+function notRefunded(outcome) {
+  return { outcome, units: null, ok: false, refunded: false };
+}
+function plainRefund(r) {
+  assert.ok(r instanceof RefundResult, `a RefundResult, got ${r}`);
+  assert.ok(Object.isFrozen(r));
+  return { outcome: r.outcome, units: r.units, ok: r.ok, refunded: r.refunded };
+}
+
 // Every command, with every kind of reply, following the README's transcripts.
 async function commandsScenario(sk, admin) {
   const t = [];
@@ -35,15 +47,18 @@ async function commandsScenario(sk, admin) {
   assert.equal(log(await sk.init('sku:1001', 5, { limit: 2, ex: 3600 })), false);
   const ttl = await admin('TTL', 'sku:1001');
   assert.ok(ttl > 3500 && ttl <= 3600, `TTL ${ttl}`);
-  assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'alice', 2, { requestId: 'order-1' }))), bought(3));
+  const first = log(await sk.deduct('sku:1001', 'alice', 2, { requestId: 'order-1' }));
+  assert.deepEqual(plain(first), bought(3));
+  assert.equal(first.deadline, null); // no hold, no deadline
   // A replayed request id gets the very same reply (there is no "replayed" outcome).
   assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'alice', 2, { requestId: 'order-1' }))), bought(3));
   assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'alice', 1, { requestId: 'order-2' }))), rejected(Outcome.LIMIT_REACHED));
   assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'bob', { qty: 2, requestId: 'order-3' }))), bought(1));
   assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'carol', 1n, { requestId: 'order-4' }))), bought(0));
   assert.deepEqual(plain(log(await sk.deduct('sku:1001', 'dave', '1', { requestId: 'order-5' }))), rejected(Outcome.SOLD_OUT));
-  assert.equal(log(await sk.refund('sku:1001', 'order-3')), 2);
-  assert.equal(log(await sk.refund('sku:1001', 'order-3')), 0);
+  assert.deepEqual(plainRefund(log(await sk.refund('sku:1001', 'order-3'))), refunded(2));
+  assert.deepEqual(plainRefund(log(await sk.refund('sku:1001', 'order-3'))), notRefunded(RefundOutcome.ALREADY_REFUNDED));
+  assert.deepEqual(plainRefund(log(await sk.refund('sku:1001', 'never-used'))), notRefunded(RefundOutcome.UNKNOWN_REQUEST));
   assert.equal(log(await sk.get('sku:1001')), 2);
   assert.equal(log(await sk.bought('sku:1001', 'bob')), 0);
   assert.equal(log(await sk.bought('sku:1001', 'alice')), 2);
@@ -66,7 +81,7 @@ async function commandsScenario(sk, admin) {
   assert.equal(log(await sk.bought('sku:2002', 'erin')), null);
   assert.equal(log(await sk.info('sku:2002')), null);
   assert.equal(log(await sk.holds('sku:2002')), null);
-  assert.equal(log(await sk.refund('sku:2002', 'x')), null);
+  assert.deepEqual(plainRefund(log(await sk.refund('sku:2002', 'x'))), notRefunded(RefundOutcome.NO_ITEM));
   assert.equal(log(await sk.release('sku:2002', 'x')), null);
   assert.equal(log(await sk.add('sku:2002', 1)), null);
   assert.equal(log(await sk.window('sku:2002', 0, 0)), null);
@@ -87,7 +102,9 @@ async function commandsScenario(sk, admin) {
 
   // Holds, confirmation, release, and the order stream.
   assert.equal(log(await sk.init('{sku:4004}', 3, { limit: 1, stream: '{sku:4004}:orders', maxlen: 100 })), true);
-  assert.deepEqual(plain(log(await sk.deduct('{sku:4004}', 'frank', 1, { requestId: 'order-7', holdUntil: FAR }))), bought(2));
+  const frankHold = log(await sk.deduct('{sku:4004}', 'frank', 1, { requestId: 'order-7', holdUntil: FAR }));
+  assert.deepEqual(plain(frankHold), bought(2));
+  assert.equal(frankHold.deadline, FAR);
   const holds = log(await sk.holds('{sku:4004}'));
   assert.equal(holds.length, 1);
   assert.ok(holds[0] instanceof Hold);
@@ -102,14 +119,19 @@ async function commandsScenario(sk, admin) {
   assert.equal(log(await sk.status('{sku:4004}', 'order-7')).status, RequestStatus.CONFIRMED);
   assert.deepEqual({ ...log(await sk.status('{sku:4004}', 'never-used')) }, { status: RequestStatus.UNKNOWN, user: null, qty: 0, deadline: 0 });
   assert.equal(log(await sk.status('sku:2002', 'order-7')), null);
-  assert.deepEqual(plain(log(await sk.deduct('{sku:4004}', 'grace', 1, { requestId: 'order-8', hold: 900 }))), bought(1));
+  // A deadline of now + 900 s differs from run to run: logged without it.
+  const graceOrder = await sk.deduct('{sku:4004}', 'grace', 1, { requestId: 'order-8', hold: 900 });
+  assert.deepEqual(log(plain(graceOrder)), bought(1));
   const graceHold = (await sk.holds('{sku:4004}', 'grace'))[0];
   assert.ok(graceHold.deadline > Date.now() + 800000 && graceHold.deadline < Date.now() + 1000000);
+  assert.equal(graceOrder.deadline, graceHold.deadline);
   assert.equal(log(await sk.release('{sku:4004}', 'order-8', 'unknown')), 1);
   assert.equal(log(await sk.release('{sku:4004}', ['order-8'])), 0);
-  assert.deepEqual(plain(log(await sk.deduct('{sku:4004}', 'heidi', 1, { requestId: 'order-9', holdUntil: 1 }))), bought(1));
-  assert.equal(log(await sk.confirm('{sku:4004}', 'order-9')), ConfirmOutcome.CANCELLED);
-  assert.equal(log(await sk.confirm('{sku:4004}', 'never-used')), ConfirmOutcome.CANCELLED);
+  const heidiHold = log(await sk.deduct('{sku:4004}', 'heidi', 1, { requestId: 'order-9', holdUntil: 1 }));
+  assert.deepEqual(plain(heidiHold), bought(1));
+  assert.equal(heidiHold.deadline, 1); // a hold made lapsed already: its deadline all the same
+  assert.equal(log(await sk.confirm('{sku:4004}', 'order-9')), ConfirmOutcome.LAPSED);
+  assert.equal(log(await sk.confirm('{sku:4004}', 'never-used')), ConfirmOutcome.UNKNOWN_REQUEST);
   assert.equal(log(await sk.get('{sku:4004}')), 2);
   assert.equal(log(await sk.bought('{sku:4004}', 'heidi')), 0);
   const streamed = log(await sk.info('{sku:4004}'));
@@ -151,7 +173,7 @@ async function commandsScenario(sk, admin) {
   assert.deepEqual(plain(log(await sk.deduct('sku:5005', 42, 2, { requestId: 7001 }))), bought(8));
   assert.equal(log(await sk.bought('sku:5005', '42')), 2);
   assert.equal(log(await sk.bought('sku:5005', 42n)), 2);
-  assert.equal(log(await sk.refund('sku:5005', '7001')), 2);
+  assert.deepEqual(plainRefund(log(await sk.refund('sku:5005', '7001'))), refunded(2));
   const exat = Math.floor(Date.now() / 1000) + 7200;
   assert.equal(log(await sk.init('sku:5005', 20, { replace: true, exat })), true);
   assert.equal(await admin('EXPIRETIME', 'sku:5005'), exat);
@@ -290,8 +312,8 @@ async function splitScenario(client, admin) {
     // The limit is kept on the user's part: 1 + 2 > 2.
     assert.deepEqual(plain(await split.deduct('alice', { qty: 2 })), rejected(Outcome.LIMIT_REACHED));
   }
-  assert.equal(await split.refund('alice', 's-0'), 1);
-  assert.equal(await split.refund('alice', 's-0'), 0);
+  assert.deepEqual(plainRefund(await split.refund('alice', 's-0')), refunded(1));
+  assert.deepEqual(plainRefund(await split.refund('alice', 's-0')), notRefunded(RefundOutcome.ALREADY_REFUNDED));
   assert.equal(await split.bought('alice'), 0);
   assert.equal(await split.stock(), 10 - sold + 1);
   // A numeric user id is its decimal text.
@@ -507,6 +529,76 @@ async function errorsScenario(sk, admin, connectAs, { typedDirectly }) {
   await assert.rejects(sk.add('{e}:item', 1, { transferID: 't' }), TypeError);
 }
 
+// Every fate of a hold, as confirm and refund tell them apart (they send
+// DETAIL), and the deadline deduct reports when it makes a hold (it sends
+// WITHDEADLINE then), checked against SECKILL.STATUS. The transcript holds
+// no figure that changes from run to run (a deadline of now + 600 s is
+// checked, not logged).
+async function holdsScenario(sk, admin) {
+  const t = [];
+  const log = (v) => { t.push(v); return v; };
+  const key = '{fates}';
+  const missing = '{fates}:missing';
+  assert.equal(log(await sk.init(key, 10)), true);
+
+  // A hold for 600 s: its deadline is the one STATUS reports, about 600 s
+  // from the server's clock; a replay while it is pending reports it again.
+  const held = await sk.deduct(key, 'ann', 1, { requestId: 'h-paid', hold: 600 });
+  assert.deepEqual(log(plain(held)), bought(9));
+  const [seconds] = await admin('TIME');
+  const state = await sk.status(key, 'h-paid');
+  assert.deepEqual([state.status, state.deadline], [RequestStatus.HELD, held.deadline]);
+  assert.ok(Math.abs(held.deadline - (Number(seconds) * 1000 + 600000)) < 5000, `deadline ${held.deadline}`);
+  assert.equal((await sk.deduct(key, 'ann', 1, { requestId: 'h-paid', hold: 600 })).deadline, held.deadline);
+  // A hold until a time: that time.
+  const until = log(await sk.deduct(key, 'bob', 2, { requestId: 'h-refunded', holdUntil: FAR }));
+  assert.deepEqual([plain(until), until.deadline], [bought(7), FAR]);
+  assert.equal((await sk.status(key, 'h-refunded')).deadline, FAR);
+  // No hold, no deadline: with a request id or without.
+  const noHold = log(await sk.deduct(key, 'cy', 1, { requestId: 'p-bought' }));
+  assert.deepEqual([plain(noHold), noHold.deadline], [bought(6), null]);
+  const anonymous = log(await sk.deduct(key, 'cy', 1));
+  assert.deepEqual([plain(anonymous), anonymous.deadline], [bought(5), null]);
+  // A hold refused: no deadline either.
+  const soldOut = log(await sk.deduct(key, 'dee', 100, { requestId: 'h-too-many', holdUntil: FAR }));
+  assert.deepEqual([plain(soldOut), soldOut.deadline], [rejected(Outcome.SOLD_OUT), null]);
+  const noItem = log(await sk.deduct(missing, 'dee', 1, { requestId: 'h-none', hold: 600 }));
+  assert.deepEqual([plain(noItem), noItem.deadline], [rejected(Outcome.NO_ITEM), null]);
+
+  // Paid: confirmed, then final; a replay of the hold confirmed since gets
+  // its first reply, with no deadline any more.
+  assert.equal(log(await sk.confirm(key, 'h-paid')), ConfirmOutcome.CONFIRMED);
+  assert.equal(log(await sk.confirm(key, 'h-paid')), ConfirmOutcome.ALREADY_FINAL);
+  const replayed = log(await sk.deduct(key, 'ann', 1, { requestId: 'h-paid', hold: 600 }));
+  assert.deepEqual([plain(replayed), replayed.deadline], [bought(9), null]);
+
+  // Refunded: the units go back once; then both say it was refunded.
+  assert.deepEqual(plainRefund(log(await sk.refund(key, 'h-refunded'))), refunded(2));
+  assert.deepEqual(plainRefund(log(await sk.refund(key, 'h-refunded'))), notRefunded(RefundOutcome.ALREADY_REFUNDED));
+  assert.equal(log(await sk.confirm(key, 'h-refunded')), ConfirmOutcome.REFUNDED);
+  // A purchase without a hold is refunded the same way.
+  assert.deepEqual(plainRefund(log(await sk.refund(key, 'p-bought'))), refunded(1));
+  assert.equal(log(await sk.confirm(key, 'p-bought')), ConfirmOutcome.REFUNDED);
+
+  // Lapsed: SECKILL.RELEASE lets the hold lapse now, and its unit goes back.
+  const lapsing = log(await sk.deduct(key, 'eve', 1, { requestId: 'h-lapsed', holdUntil: FAR }));
+  assert.deepEqual([plain(lapsing), lapsing.deadline], [bought(7), FAR]);
+  assert.equal(await admin('SECKILL.RELEASE', key, 'h-lapsed'), 1);
+  assert.equal(log(await sk.confirm(key, 'h-lapsed')), ConfirmOutcome.LAPSED);
+  assert.deepEqual(plainRefund(log(await sk.refund(key, 'h-lapsed'))), notRefunded(RefundOutcome.LAPSED));
+  assert.equal((await sk.status(key, 'h-lapsed')).status, RequestStatus.LAPSED);
+
+  // An id the item never saw, and an item that does not exist.
+  assert.equal(log(await sk.confirm(key, 'never-used')), ConfirmOutcome.UNKNOWN_REQUEST);
+  assert.deepEqual(plainRefund(log(await sk.refund(key, 'never-used'))), notRefunded(RefundOutcome.UNKNOWN_REQUEST));
+  assert.equal(log(await sk.confirm(missing, 'h-paid')), ConfirmOutcome.NO_ITEM);
+  assert.deepEqual(plainRefund(log(await sk.refund(missing, 'h-paid'))), notRefunded(RefundOutcome.NO_ITEM));
+
+  // None of those answers moved a unit: 10 - ann's 1 - cy's anonymous 1.
+  assert.equal(log(await sk.get(key)), 8);
+  return t;
+}
+
 // SECKILL.SCAN: `sk` is seckillOf(client), with scan and scanIterator.
 async function scanScenario(sk, admin) {
   const plainRecord = (r) => {
@@ -530,7 +622,7 @@ async function scanScenario(sk, admin) {
   assert.ok((await sk.deduct(key, 'cy', 1, { requestId: 'r-confirmed', holdUntil: FAR })).ok);
   assert.equal(await sk.confirm(key, 'r-confirmed'), ConfirmOutcome.CONFIRMED);
   assert.ok((await sk.deduct(key, 'dee', 3, { requestId: 'r-refunded' })).ok);
-  assert.equal(await sk.refund(key, 'r-refunded'), 3);
+  assert.equal((await sk.refund(key, 'r-refunded')).units, 3);
   assert.ok((await sk.deduct(key, 'eve', 1, { requestId: 'r-lapsed', holdUntil: past })).ok);
   assert.ok((await sk.deduct(key, 'fay', 2)).ok);
   const buyer = (user, units) => ({ type: 'buyer', user, units });
@@ -602,6 +694,7 @@ async function scanScenario(sk, admin) {
 }
 
 module.exports = {
-  scanScenario,
+  scanScenario, holdsScenario,
   FAR, commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
+  plainRefund, refunded, notRefunded,
 };

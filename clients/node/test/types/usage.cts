@@ -6,7 +6,7 @@ import {
   seckill, installSeckill, Outcome, ConfirmOutcome, DeductResult, ItemInfo, Hold,
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
   SettleOutcome, Transfer, SplitItem, fnv1a32, seckillOf, Durable, UnavailableError,
-  RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord, OrderState,
+  RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord, OrderState, RefundOutcome, RefundResult,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -20,6 +20,16 @@ async function nodeRedis(): Promise<void> {
   const ok: boolean = r.ok;
   if (r.outcome === Outcome.SOLD_OUT) console.log('sold out');
   const c: ConfirmOutcome = await client.seckill.confirm('sku:1', 'order-1');
+  if (c === ConfirmOutcome.LAPSED || c === ConfirmOutcome.REFUNDED || c === ConfirmOutcome.UNKNOWN_REQUEST) console.log('gone');
+  const held1 = await client.seckill.deduct('sku:1', 'alice', 1, { requestId: 'order-2', hold: 900 });
+  const payBy: number | null = held1.deadline;
+  const refunded: RefundResult = await client.seckill.refund('sku:1', 'order-2');
+  const units: number | null = refunded.units;
+  if (refunded.outcome === RefundOutcome.ALREADY_REFUNDED || refunded.ok || refunded.refunded) console.log(units, payBy);
+  // @ts-expect-error refund gives a RefundResult, not a count
+  const count: number | null = await client.seckill.refund('sku:1', 'order-2');
+  // @ts-expect-error not an outcome of refund
+  if (refunded.outcome === 'CANCELLED') console.log(count);
   const info = await client.seckill.info('sku:1');
   if (info !== null) {
     const s: number = info.stock;
@@ -65,7 +75,7 @@ async function nodeRedis(): Promise<void> {
   const sk = seckillOf(client);
   const held: Durable<DeductResult> = await sk.deduct('sku:1', 'alice', 1, { requestId: 'o-9', hold: 900, waitReplicas: 1 });
   const paid: Durable<ConfirmOutcome> = await sk.confirm('sku:1', 'o-9', { waitReplicas: 1, waitTimeoutMs: 200 });
-  const back: Durable<number | null> = await seckillOf(cluster).refund('sku:1', 'o-9', { waitReplicas: 1n });
+  const back: Durable<RefundResult> = await seckillOf(cluster).refund('sku:1', 'o-9', { waitReplicas: 1n });
   const byOptions: Durable<DeductResult> = await sk.deduct('sku:1', 'bob', { qty: 2, waitReplicas: 1 });
   if (!paid.durable) console.log(paid.replicas + 1, paid.result === ConfirmOutcome.CONFIRMED);
   const unwaited: DeductResult = await sk.deduct('sku:1', 'carol', 1, { requestId: 'o-10' });
@@ -76,7 +86,7 @@ async function nodeRedis(): Promise<void> {
   await sk.confirm('sku:1', 'o-9', { waitReplicas: '1' });
   // @ts-expect-error a wait is not a deduct result
   const wrong: DeductResult = await sk.deduct('sku:1', 'alice', 1, { waitReplicas: 1 });
-  console.log(held.result.stock, back.result, byOptions.durable, unwaited.ok, plainConfirm, wrong);
+  console.log(held.result.stock, held.result.deadline, back.result.units, byOptions.durable, unwaited.ok, plainConfirm, wrong);
 
   // A split item over the node-redis client and over the cluster.
   const parts: string[] = SplitItem.named('sku:9', 3);
@@ -85,7 +95,7 @@ async function nodeRedis(): Promise<void> {
   const i: number = split.partFor('alice');
   const d: DeductResult = await split.deduct('alice', 1, { requestId: 'o-1', hold: 60 });
   const co: ConfirmOutcome = await split.confirm('alice', 'o-1');
-  const rf: number | null = await split.refund('alice', 'o-1');
+  const rf: RefundResult = await split.refund('alice', 'o-1');
   const b: number | null = await split.bought(42);
   const total: number | null = await split.stock();
   const infos: Array<ItemInfo | null> = await split.info();
@@ -139,12 +149,12 @@ async function ioredis(): Promise<void> {
   const sd: DeductResult = await split.deduct('alice');
   const sdw: Durable<DeductResult> = await split.deduct('alice', 1, { requestId: 'w', hold: 60, waitReplicas: 1 });
   const scw: Durable<ConfirmOutcome> = await split.confirm('alice', 'w', { waitReplicas: 1 });
-  const srw: Durable<number | null> = await split.refund('alice', 'w', { waitReplicas: 1, waitTimeoutMs: 500 });
+  const srw: Durable<RefundResult> = await split.refund('alice', 'w', { waitReplicas: 1, waitTimeoutMs: 500 });
 
   // Waits on the client: the namespace and the flat methods.
   const dr: Durable<DeductResult> = await redis.seckill.deduct('sku:1', 'alice', 1, { requestId: 'o-1', waitReplicas: 1 });
   const dc: Durable<ConfirmOutcome> = await redis.seckillConfirm('sku:1', 'o-1', { waitReplicas: 1, waitTimeoutMs: 200 });
-  const df: Durable<number | null> = await cluster.seckill.refund('sku:1', 'o-1', { waitReplicas: 1 });
+  const df: Durable<RefundResult> = await cluster.seckill.refund('sku:1', 'o-1', { waitReplicas: 1 });
   const same: typeof redis.seckill = seckillOf(redis);
   // @ts-expect-error no wait in a pipeline
   redis.pipeline().seckill.confirm('sku:1', 'o-1', { waitReplicas: 1 });
