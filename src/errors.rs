@@ -23,6 +23,11 @@ pub(crate) const ERR_BAD_ID: &str = "ERR user ids and request ids must be 1 to 1
 pub(crate) const ERR_FULL: &str = "ERR sale item is full: it cannot record more purchases";
 pub(crate) const ERR_REQUEST_MISMATCH: &str =
     "ERR request id was already used by another user or for another quantity";
+pub(crate) const ERR_ORDER_MISMATCH: &str =
+    "ERR request id was already used for an order of other items";
+pub(crate) const ERR_ORDER_REPEATED_KEY: &str = "ERR a key appears on more than one line";
+pub(crate) const ERR_ORDER_LINES: &str = "ERR numlines must be 1 to 64";
+pub(crate) const ERR_ORDER_KEYS: &str = "ERR numkeys must be 1 to 64";
 pub(crate) const ERR_TRANSFER_MISMATCH: &str =
     "ERR transfer id was already used for another quantity or the other direction";
 pub(crate) const ERR_UNLIMITED_TRANSFER: &str = "ERR an unlimited item moves no units";
@@ -41,6 +46,7 @@ pub(crate) const ERR_STREAM_SLOT: &str = "ERR the order stream must hash to the 
 pub(crate) const ERR_STREAM_SELF: &str = "ERR the order stream cannot be the item's own key";
 pub(crate) const ERR_BAD_MAXLEN: &str = "ERR MAXLEN must be a non-negative integer";
 pub(crate) const ERR_BAD_HOLD: &str = "ERR invalid hold time in 'seckill.deduct' command";
+pub(crate) const ERR_BAD_ORDER_HOLD: &str = "ERR invalid hold time in 'seckill.mdeduct' command";
 pub(crate) const ERR_LOADCHUNK_CLIENT: &str =
     "ERR SECKILL.LOADCHUNK is only accepted while loading the AOF or from the master";
 pub(crate) const ERR_BAD_WINDOW: &str =

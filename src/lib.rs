@@ -73,6 +73,12 @@ const CREATES: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSE
 const ITEM: &[KeySpec] = &[item_key(UPDATES)];
 const ITEM_READ_AND_UPDATED: &[KeySpec] = &[item_key(UPDATES_AND_READS)];
 const ITEM_READ: &[KeySpec] = &[item_key(READS)];
+/// The items of MCONFIRM and MREFUND: `numkeys key [key ...]`.
+const ORDER_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted { count: 1, step: 1 },
+    flags: UPDATES,
+    notes: None,
+}];
 
 const fn item_key(flags: u32) -> KeySpec {
     KeySpec {
@@ -106,6 +112,32 @@ fn stream_keys(ctx: &Context, args: &[server::Arg]) {
     for &(position, flags) in positions {
         server::entry::declare_key(ctx, args, position, flags);
     }
+}
+
+/// Where an order's keys are, for a server that asks: `count` of them
+/// after argument 1, one every `step` arguments. Redis 7.0 routes a cluster
+/// command by what the command declares here, not by a key spec that
+/// counts its keys (it does check ACL by the key spec).
+fn counted_keys(ctx: &Context, args: &[server::Arg], step: usize, flags: u32) {
+    let Some(count) = args.get(1).and_then(server::Arg::integer) else {
+        return;
+    };
+    let count = usize::try_from(count)
+        .unwrap_or(0)
+        .min(commands::MAX_ORDER_LINES);
+    for line in 0..count {
+        server::entry::declare_key(ctx, args, 2 + line * step, flags);
+    }
+}
+
+/// MDEDUCT's keys: `numlines key qty [key qty ...]`.
+fn order_line_keys(ctx: &Context, args: &[server::Arg]) {
+    counted_keys(ctx, args, 2, UPDATES_AND_READS);
+}
+
+/// MCONFIRM's and MREFUND's keys: `numkeys key [key ...]`.
+fn order_keys(ctx: &Context, args: &[server::Arg]) {
+    counted_keys(ctx, args, 1, UPDATES);
 }
 
 const KEY: Arg = Arg::key(c"key", 0);
@@ -435,6 +467,74 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                 args: &[KEY, Arg::string(c"request_id")],
             },
         },
+        Command {
+            name: c"seckill.mdeduct",
+            entry_point: entry_point!(commands::mdeduct, Mdeduct, keys: order_line_keys),
+            flags: c"write deny-oom getkeys-api",
+            docs: Docs {
+                summary: c"Sells (or holds) units of several items to a user under one request id, every line or none; replies each line's stock or code",
+                complexity: c"O(L) where L is the number of lines",
+                arity: -6,
+                // VARIABLE_FLAGS makes the server ask the command for its
+                // keys (`order_line_keys`) for ACL checks too: Redis 7.0
+                // reads a counted key spec with a step of 2 as covering
+                // half the keys, and would check only those.
+                keys: &[KeySpec {
+                    at: KeyAt::Counted { count: 1, step: 2 },
+                    flags: UPDATES_AND_READS | raw::REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
+                    notes: Some(c"every key of an order shares one slot"),
+                }],
+                args: &[
+                    Arg::integer(c"numlines"),
+                    Arg::block(c"line", &[Arg::key(c"key", 0), Arg::integer(c"qty")]).multiple(),
+                    Arg::string(c"user"),
+                    REQUEST_ID,
+                    Arg::one_of(
+                        c"hold",
+                        &[
+                            Arg::integer(c"seconds").token(c"HOLD"),
+                            Arg::unix_time(c"unix-time-milliseconds").token(c"HOLDUNTIL"),
+                        ],
+                    )
+                    .optional(),
+                    Arg::keyword(c"withdeadline", c"WITHDEADLINE").optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.mconfirm",
+            entry_point: entry_point!(commands::mconfirm, Mconfirm, keys: order_keys),
+            flags: c"write getkeys-api",
+            docs: Docs {
+                summary: c"Makes every pending hold of an order final, or none if one cannot be; replies each line's code",
+                complexity: c"O(K log N) where K is the number of keys and N the number of pending holds",
+                arity: -4,
+                keys: ORDER_KEYS,
+                args: &[
+                    Arg::integer(c"numkeys"),
+                    Arg::key(c"key", 0).multiple(),
+                    REQUEST_ID,
+                    Arg::keyword(c"detail", c"DETAIL").optional(),
+                ],
+            },
+        },
+        Command {
+            name: c"seckill.mrefund",
+            entry_point: entry_point!(commands::mrefund, Mrefund, keys: order_keys),
+            flags: c"write getkeys-api",
+            docs: Docs {
+                summary: c"Gives back the units of every line of an order, once; replies each line's units or code",
+                complexity: c"O(K) where K is the number of keys",
+                arity: -4,
+                keys: ORDER_KEYS,
+                args: &[
+                    Arg::integer(c"numkeys"),
+                    Arg::key(c"key", 0).multiple(),
+                    REQUEST_ID,
+                    Arg::keyword(c"detail", c"DETAIL").optional(),
+                ],
+            },
+        },
 ];
 
 // A table entry out of its id's place would count its calls under another
@@ -499,9 +599,13 @@ fn register_commands(ctx: &Context, args: &[RedisString]) -> Status {
     }
     for command in &COMMANDS {
         let name = command.name;
-        let Some(handle) =
-            registration::create_command(ctx, name, command.entry_point, command.flags)
-        else {
+        let Some(handle) = registration::create_command(
+            ctx,
+            name,
+            command.entry_point,
+            command.flags,
+            command.docs.legacy_keys(),
+        ) else {
             ctx.log_warning(&format!("seckill: cannot create command {name:?}"));
             return Status::Err;
         };

@@ -59,9 +59,12 @@ pub enum CommandId {
     Import,
     LoadChunk,
     Status,
+    Mdeduct,
+    Mconfirm,
+    Mrefund,
 }
 
-pub const COMMANDS: usize = CommandId::Status as usize + 1;
+pub const COMMANDS: usize = CommandId::Mrefund as usize + 1;
 
 /// Calls of each command, by its `CommandId`.
 pub static CALLS: [Counter; COMMANDS] = [const { Counter::new() }; COMMANDS];

@@ -110,6 +110,77 @@ pub fn write_item<'a>(
     Ok(reply(item, figure, moment))
 }
 
+/// What a judge makes of a write to several items.
+pub enum Judgements<'a> {
+    /// Reply this; nothing changes.
+    Answer(RedisValue),
+    /// Apply these changes, one per item in order; None leaves that item
+    /// as it is.
+    Decide(Vec<Option<Decision<'a>>>),
+}
+
+/// Runs one write on the items at `names`, all or nothing: `judge` sees
+/// every item (None where a name holds none) and answers, or decides a
+/// change per item. Every change is prepared (its order events appended)
+/// before any is applied, so an error on one leaves every item as it was;
+/// each item's change is then applied and published as a write to it
+/// alone, and the server hands replicas and the AOF what one command
+/// replicated in one MULTI/EXEC. Replies the figure of each item's change
+/// (None where none was decided), or the judge's answer.
+pub fn write_items<'a>(
+    ctx: &Context,
+    names: &[&Arg],
+    judge: impl FnOnce(&[Option<&SaleItem>]) -> Result<Judgements<'a>, RedisError>,
+) -> Result<Result<Vec<Option<i64>>, RedisValue>, RedisError> {
+    let mut keys: Vec<ItemKey> = names
+        .iter()
+        .map(|name| ItemKey::open_read(ctx, name))
+        .collect();
+    let mut items: Vec<Option<&mut SaleItem>> = keys
+        .iter_mut()
+        .map(ItemKey::item_mut)
+        .collect::<Result<_, _>>()?;
+    // One item under two names would be changed through two borrows.
+    for (place, item) in items.iter().enumerate() {
+        let Some(item) = item else { continue };
+        if items[..place]
+            .iter()
+            .flatten()
+            .any(|earlier| std::ptr::eq::<SaleItem>(*earlier, *item))
+        {
+            return Err(RedisError::Str(crate::errors::ERR_ORDER_REPEATED_KEY));
+        }
+    }
+    let decisions = {
+        let seen: Vec<Option<&SaleItem>> = items.iter().map(|item| item.as_deref()).collect();
+        match judge(&seen)? {
+            Judgements::Answer(answer) => return Ok(Err(answer)),
+            Judgements::Decide(decisions) => decisions,
+        }
+    };
+    let mut prepared = Vec::with_capacity(names.len());
+    for ((name, item), decision) in names.iter().zip(&items).zip(&decisions) {
+        prepared.push(match (item, decision) {
+            (Some(item), Some(decision)) => {
+                Some(prepare(ctx, name, item, decision, SETTLE_PER_WRITE)?)
+            }
+            _ => None,
+        });
+    }
+    let figures = names
+        .iter()
+        .zip(items.iter_mut())
+        .zip(decisions.into_iter().zip(prepared))
+        .map(|((name, item), line)| match (item, line) {
+            (Some(item), (Some(decision), Some(prepared))) => {
+                Some(finish(ctx, name, item, decision, prepared))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(Ok(figures))
+}
+
 /// Settles, records the events of, applies and publishes `decision`.
 /// Returns the change's figure; an error means nothing changed. Inlined
 /// into each command so that the decision is built in place, not moved:
@@ -122,12 +193,32 @@ fn commit(
     decision: Decision,
     settle_budget: usize,
 ) -> Result<i64, RedisError> {
-    let Decision {
-        change,
-        effect,
-        event,
-        moment,
-    } = decision;
+    let prepared = prepare(ctx, name, item, &decision, settle_budget)?;
+    Ok(finish(ctx, name, item, decision, prepared))
+}
+
+/// What [`prepare`] readied for [`finish`]: the lapsed holds to settle on
+/// the way, and the order stream with the write's events appended, which
+/// are taken back if it is dropped unpublished.
+struct Prepared<'ctx> {
+    settle: Vec<HoldRef>,
+    lapsing: bool,
+    stream: Option<(OrderStream<'ctx>, usize)>,
+}
+
+/// The part of a commit that can fail: picks the lapsed holds to settle
+/// and appends the order events. Nothing is applied yet, so a write to
+/// several items prepares them all before it applies any.
+#[inline(always)]
+fn prepare<'ctx>(
+    ctx: &'ctx Context,
+    name: &Arg,
+    item: &SaleItem,
+    decision: &Decision,
+    settle_budget: usize,
+) -> Result<Prepared<'ctx>, RedisError> {
+    let Decision { change, moment, .. } = decision;
+    let moment = *moment;
     // Only the server that decides releases lapsed holds; its replicas and
     // its AOF receive each release as SECKILL.RELEASE.
     let lapsing = matches!(
@@ -144,13 +235,13 @@ fn commit(
             } else {
                 settle_budget
             };
-            item.settle_plan(&change, now, budget)
+            item.settle_plan(change, now, budget)
         }
         _ => Vec::new(),
     };
     let stream = match (moment.now(), item.order_stream()) {
         (Some(_), Some(stream_setting)) => {
-            let events = item.events(&settle, &change, moment);
+            let events = item.events(&settle, change, moment);
             if events.is_empty() {
                 None
             } else {
@@ -164,12 +255,43 @@ fn commit(
                 for event in &events {
                     stream.append(name.as_bytes(), event)?;
                 }
-                stats::ORDER_EVENTS.add(events.len() as u64);
-                Some(stream)
+                Some((stream, events.len()))
             }
         }
         _ => None,
     };
+    Ok(Prepared {
+        settle,
+        lapsing,
+        stream,
+    })
+}
+
+/// The part of a commit that cannot fail: applies the prepared write and
+/// publishes it. Returns the change's figure.
+#[inline(always)]
+fn finish(
+    ctx: &Context,
+    name: &Arg,
+    item: &mut SaleItem,
+    decision: Decision,
+    prepared: Prepared,
+) -> i64 {
+    let Decision {
+        change,
+        effect,
+        event,
+        ..
+    } = decision;
+    let Prepared {
+        settle,
+        lapsing,
+        stream,
+    } = prepared;
+    let stream = stream.map(|(stream, events)| {
+        stats::ORDER_EVENTS.add(events as u64);
+        stream
+    });
     let released: Vec<Vec<u8>> = if settle.is_empty() {
         Vec::new()
     } else {
@@ -227,7 +349,7 @@ fn commit(
             None => hold_registry::forget(item),
         }
     }
-    Ok(figure)
+    figure
 }
 
 /// What a write that changed an item tells the rest of the server.

@@ -256,6 +256,41 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
+        // Orders of several items: keys may repeat, which is refused.
+        94..=96 => {
+            let lines = rng.range(1, 4);
+            let mut args = vec![b("SECKILL.MDEDUCT"), b(lines.to_string())];
+            for _ in 0..lines {
+                args.extend([b(rng.pick(KEYS)), qty(rng)]);
+            }
+            args.extend([user(rng), request(rng)]);
+            match rng.below(4) {
+                0 => args.extend([b("HOLD"), b("1")]),
+                1 => args.extend([b("HOLDUNTIL"), b((now + rng.range(1, 3_000)).to_string())]),
+                _ => {}
+            }
+            if rng.percent(25) {
+                args.push(b("WITHDEADLINE"));
+            }
+            args
+        }
+        97 | 98 => {
+            let keys = rng.range(1, 4);
+            let command = if rng.percent(50) {
+                "SECKILL.MCONFIRM"
+            } else {
+                "SECKILL.MREFUND"
+            };
+            let mut args = vec![b(command), b(keys.to_string())];
+            for _ in 0..keys {
+                args.push(b(rng.pick(KEYS)));
+            }
+            args.push(request(rng));
+            if rng.percent(50) {
+                args.push(b("DETAIL"));
+            }
+            args
+        }
         _ => vec![b("SECKILL.INFO"), key],
     };
     // Damage about one call in eight.

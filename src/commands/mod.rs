@@ -6,6 +6,7 @@
 mod import;
 mod items;
 mod load_chunk;
+mod orders;
 mod reads;
 mod sales;
 mod transfers;
@@ -14,6 +15,7 @@ use crate::errors::*;
 pub use import::import;
 pub use items::{add, init, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
+pub use orders::{mconfirm, mdeduct, mrefund, MAX_ORDER_LINES};
 pub use reads::{bought, get, holds, info, scan, status};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};

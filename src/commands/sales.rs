@@ -201,7 +201,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
 }
 
 /// DEDUCT's reply when it sells nothing.
-fn deduction_reply(deduction: Deduction) -> i64 {
+pub(super) fn deduction_reply(deduction: Deduction) -> i64 {
     match deduction {
         Deduction::Replayed { remaining } => remaining,
         // Never an answer of the judge: a purchase is a change, replied
@@ -217,7 +217,7 @@ fn deduction_reply(deduction: Deduction) -> i64 {
 }
 
 /// The DETAIL flag of CONFIRM and REFUND, after the request id.
-fn detail_flag(rest: &[Arg]) -> Result<bool, RedisError> {
+pub(super) fn detail_flag(rest: &[Arg]) -> Result<bool, RedisError> {
     match rest {
         [] => Ok(false),
         [flag] if flag.is_keyword("DETAIL") => Ok(true),
@@ -228,7 +228,7 @@ fn detail_flag(rest: &[Arg]) -> Result<bool, RedisError> {
 /// Why CONFIRM or REFUND found nothing to do with `request_id`, as DETAIL
 /// replies it; `otherwise` for a request in no such state (an item whose
 /// records disagree, which loaders refuse).
-fn why_not(item: &SaleItem, request_id: &[u8], moment: Moment, otherwise: i64) -> i64 {
+pub(super) fn why_not(item: &SaleItem, request_id: &[u8], moment: Moment, otherwise: i64) -> i64 {
     match item.request_status(request_id, moment) {
         None => UNKNOWN_REQUEST,
         Some(Status::Refunded) => REQUEST_REFUNDED,

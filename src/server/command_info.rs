@@ -14,6 +14,12 @@ pub enum KeyAt {
     Index(c_int),
     /// The argument after `keyword`, searched from argument `from` on.
     AfterKeyword(&'static CStr, c_int),
+    /// As many keys as argument `count` says, right after it, one every
+    /// `step` arguments (`numlines key qty [key qty ...]`).
+    Counted {
+        count: c_int,
+        step: c_int,
+    },
 }
 
 /// One key a command touches, and how (`REDISMODULE_CMD_KEY_*` flags).
@@ -44,6 +50,19 @@ pub struct Arg {
     pub token: Option<&'static CStr>,
     pub optional: bool,
     pub multiple: bool,
+}
+
+impl Docs {
+    /// The first key, last key and step of the command's keys, as
+    /// `RedisModule_CreateCommand` takes them: the item at 1 for most
+    /// commands; none for one whose keys are counted, which the server
+    /// finds through its key specs instead (`movablekeys`).
+    pub fn legacy_keys(&self) -> (c_int, c_int, c_int) {
+        match self.keys.first().map(|spec| spec.at) {
+            Some(KeyAt::Counted { .. }) => (0, 0, 0),
+            _ => (1, 1, 1),
+        }
+    }
 }
 
 impl Arg {
@@ -214,6 +233,17 @@ fn c_key_specs(keys: &[KeySpec]) -> Vec<raw::RedisModuleCommandKeySpec> {
                         raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_KEYWORD;
                     spec.bs.keyword.keyword = keyword.as_ptr();
                     spec.bs.keyword.startfrom = from;
+                }
+                KeyAt::Counted { count, step } => {
+                    spec.begin_search_type =
+                        raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+                    spec.bs.index.pos = count;
+                    spec.find_keys_type =
+                        raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+                    spec.fk.keynum.keynumidx = 0;
+                    spec.fk.keynum.firstkey = 1;
+                    spec.fk.keynum.keystep = step;
+                    return spec;
                 }
             }
             // One key, right where the search began.

@@ -27,6 +27,7 @@ pub fn create_command<'ctx>(
     name: &'static CStr,
     entry_point: EntryPoint,
     flags: &'static CStr,
+    (first_key, last_key, key_step): (c_int, c_int, c_int),
 ) -> Option<CommandHandle<'ctx>> {
     let (Some(create_command), Some(get_command)) = (
         redis_api!(RedisModule_CreateCommand),
@@ -42,9 +43,9 @@ pub fn create_command<'ctx>(
             name.as_ptr(),
             Some(entry_point.call),
             flags.as_ptr(),
-            1,
-            1,
-            1,
+            first_key,
+            last_key,
+            key_step,
         )
     };
     // SAFETY: a static name; NULL unless it is this module's command.

@@ -1,0 +1,389 @@
+//! Orders of several items in one step: MDEDUCT takes every line or none,
+//! MCONFIRM confirms a whole order or nothing, MREFUND gives back every
+//! line it can. An order's lines share its user, request id and deadline,
+//! and each line is recorded on its item as a DEDUCT would record it: every
+//! single-item command (STATUS, REFUND of one line, the sweep's lapsing)
+//! works on it, and replicas and the AOF receive one DEDUCT, CONFIRM or
+//! REFUND per line, in one MULTI/EXEC. In a cluster the items share a slot
+//! (one hash tag), as the keys of any one command must.
+
+use super::sales::{deduction_reply, detail_flag, why_not};
+use super::*;
+use crate::rewrite::{self, Rewrite};
+use crate::sale_item::{Confirmation, Deduction, Order, Verdict};
+use crate::stats;
+use crate::write::{fence_repeat, write_items, Judgements, NO_SUCH_ITEM};
+use redis_module::{RedisResult, RedisValue};
+use std::cell::Cell;
+
+/// Lines (items) one order names at most: a cart, not a catalogue. Each
+/// line opens its key in the call.
+pub const MAX_ORDER_LINES: usize = 64;
+
+/// What one line of an order came to, once judged.
+enum Line<'a> {
+    /// To be changed as decided.
+    Taken(Decision<'a>),
+    /// The request id is on this item already: its recorded reply (a
+    /// replay), or a code saying why it stands as it does.
+    Known(i64),
+    /// Refused, with the line's code; nothing is taken.
+    Refused(i64),
+}
+
+impl Line<'_> {
+    /// The line in a reply that changed nothing: its code, or nil for a
+    /// line that would have been taken.
+    fn answered(&self) -> RedisValue {
+        match self {
+            Line::Taken(_) => RedisValue::Null,
+            Line::Known(code) | Line::Refused(code) => RedisValue::Integer(*code),
+        }
+    }
+}
+
+/// Splits `count args...` into the `count * step` arguments of the lines
+/// and the rest; `error` if the count is not 1 to `MAX_ORDER_LINES`.
+fn counted<'a, 'b>(
+    count: &Arg,
+    args: &'b [Arg<'a>],
+    step: usize,
+    error: &'static str,
+) -> Result<(&'b [Arg<'a>], &'b [Arg<'a>]), RedisError> {
+    let count = count
+        .integer()
+        .and_then(|count| usize::try_from(count).ok())
+        .filter(|count| (1..=MAX_ORDER_LINES).contains(count))
+        .ok_or(RedisError::Str(error))?;
+    if args.len() < count * step {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    }
+    Ok(args.split_at(count * step))
+}
+
+/// Refuses an order naming one key twice: its lines would be two orders
+/// of one item under one request id.
+fn distinct(names: &[&Arg]) -> Result<(), RedisError> {
+    for (place, name) in names.iter().enumerate() {
+        if names[..place]
+            .iter()
+            .any(|earlier| earlier.as_bytes() == name.as_bytes())
+        {
+            return Err(RedisError::Str(ERR_ORDER_REPEATED_KEY));
+        }
+    }
+    Ok(())
+}
+
+/// The moment this server judges an order at: its clock where it decides.
+/// Every line is replicated with what it was judged at, so only a repeat
+/// sent as it came (see `fence_repeat`) is judged untimed, where it
+/// changes nothing.
+fn order_moment(ctx: &Context) -> (i64, Moment) {
+    let now = now_ms();
+    if master_decided(ctx) {
+        (now, Moment::Untimed)
+    } else {
+        (now, Moment::Now(now))
+    }
+}
+
+fn integers(figures: impl Iterator<Item = i64>) -> RedisValue {
+    RedisValue::Array(figures.map(RedisValue::Integer).collect())
+}
+
+/// SECKILL.MDEDUCT numlines key qty [key qty ...] user request_id
+/// [HOLD seconds | HOLDUNTIL unix-ms] [WITHDEADLINE]
+pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, count, rest @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let (lines, rest) = counted(count, rest, 2, ERR_ORDER_LINES)?;
+    let [user_arg, request_arg, options @ ..] = rest else {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    };
+    let names: Vec<&Arg> = lines.iter().step_by(2).collect();
+    let quantities = lines
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(positive)
+        .collect::<Result<Vec<i64>, _>>()?;
+    let user = id(user_arg, ERR_BAD_USER)?;
+    let request_id = id(request_arg, ERR_BAD_REQUEST)?;
+    let (now, moment) = order_moment(ctx);
+    let mut hold_until = None;
+    let mut with_deadline = false;
+    let mut options = options.iter();
+    while let Some(option) = options.next() {
+        if option.is_keyword("WITHDEADLINE") && !with_deadline {
+            with_deadline = true;
+            continue;
+        }
+        let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+        let bad_hold = || RedisError::Str(ERR_BAD_ORDER_HOLD);
+        hold_until = Some(match () {
+            _ if option.is_keyword("HOLD") && hold_until.is_none() => integer(value)?
+                .checked_mul(1000)
+                .filter(|millis| *millis > 0)
+                .and_then(|millis| now.checked_add(millis))
+                .ok_or_else(bad_hold)?,
+            _ if option.is_keyword("HOLDUNTIL") && hold_until.is_none() => Some(integer(value)?)
+                .filter(|at| *at > 0)
+                .ok_or_else(bad_hold)?,
+            _ => return Err(RedisError::Str(ERR_SYNTAX)),
+        });
+    }
+    distinct(&names)?;
+    // What replicas and the AOF receive for each line: its DEDUCT, with
+    // the deadline made absolute and the moment it was judged at.
+    let rewrites: Vec<Rewrite> = names
+        .iter()
+        .zip(lines.iter().skip(1).step_by(2))
+        .map(|(name, qty)| {
+            let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
+            rewrite
+                .string(name)
+                .string(user_arg)
+                .string(qty)
+                .keyword(&rewrite::ID)
+                .string(request_arg);
+            if let Some(unix_ms) = hold_until {
+                rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
+            }
+            rewrite.option(&rewrite::AT, now);
+            rewrite
+        })
+        .collect();
+    // The deadline of the order's hold, made or replayed, for WITHDEADLINE.
+    let deadline = Cell::new(None);
+    let judge = |items: &[Option<&SaleItem>]| {
+        let mut judged = Vec::with_capacity(items.len());
+        for ((item, qty), rewrite) in items.iter().zip(&quantities).zip(&rewrites) {
+            let Some(item) = item else {
+                judged.push(Line::Refused(NO_SUCH_ITEM));
+                continue;
+            };
+            check_configured_id_length(ctx, item, user, Some(request_id))?;
+            let order = Order {
+                user,
+                qty: *qty,
+                request_id: Some(request_id),
+                hold_until,
+            };
+            judged.push(match item.judge_deduct(order, moment)? {
+                Verdict::Change(mut change) => {
+                    if let Change::Deduct(purchase) = &mut change {
+                        purchase.replicated_moment = Some(now);
+                    }
+                    Line::Taken(Decision {
+                        change,
+                        effect: Effect::Rewritten(rewrite),
+                        event: Some(c"seckill.deduct"),
+                        moment,
+                    })
+                }
+                Verdict::Answer(Deduction::Replayed { remaining }) => {
+                    if deadline.get().is_none() {
+                        deadline.set(item.pending_deadline(request_id, moment));
+                    }
+                    Line::Known(remaining)
+                }
+                Verdict::Answer(Deduction::Cancelled) => Line::Known(CANCELLED),
+                Verdict::Answer(refusal) => Line::Refused(deduction_reply(refusal)),
+            });
+        }
+        let known = judged.iter().any(|line| matches!(line, Line::Known(_)));
+        let new = judged.iter().any(|line| match line {
+            Line::Taken(_) => true,
+            Line::Refused(code) => *code != NO_SUCH_ITEM,
+            Line::Known(_) => false,
+        });
+        if known && new {
+            // Some items know the request id and others do not: it named
+            // another order before. Answering the known lines would tell
+            // a retry it got what it did not ask for.
+            return Err(RedisError::Str(ERR_ORDER_MISMATCH));
+        }
+        if judged.iter().all(|line| matches!(line, Line::Taken(_))) {
+            deadline.set(hold_until);
+            return Ok(Judgements::Decide(
+                judged
+                    .into_iter()
+                    .map(|line| match line {
+                        Line::Taken(decision) => Some(decision),
+                        Line::Known(_) | Line::Refused(_) => None,
+                    })
+                    .collect(),
+            ));
+        }
+        if known {
+            fence_repeat(ctx);
+        }
+        for line in &judged {
+            if let Line::Refused(code) = line {
+                stats::count_deduct_reply(*code);
+            }
+        }
+        Ok(Judgements::Answer(RedisValue::Array(
+            judged.iter().map(Line::answered).collect(),
+        )))
+    };
+    let reply = match write_items(ctx, &names, judge)? {
+        Ok(figures) => integers(figures.into_iter().map(Option::unwrap_or_default)),
+        Err(answer) => answer,
+    };
+    if !with_deadline {
+        return Ok(reply);
+    }
+    let deadline = deadline.get().map_or(RedisValue::Null, RedisValue::Integer);
+    Ok(RedisValue::Array(vec![reply, deadline]))
+}
+
+/// The keys and options of MCONFIRM and MREFUND: `numkeys key [key ...]
+/// request_id [DETAIL]`.
+struct WholeOrder<'a, 'b> {
+    names: Vec<&'b Arg<'a>>,
+    request_arg: &'b Arg<'a>,
+    request_id: &'b [u8],
+    detail: bool,
+}
+
+impl<'a, 'b> WholeOrder<'a, 'b> {
+    fn parse(args: &'b [Arg<'a>]) -> Result<Self, RedisError> {
+        let [_, count, rest @ ..] = args else {
+            return Err(RedisError::WrongArity);
+        };
+        let (keys, rest) = counted(count, rest, 1, ERR_ORDER_KEYS)?;
+        let [request_arg, flags @ ..] = rest else {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        };
+        let request_id = id(request_arg, ERR_BAD_REQUEST)?;
+        let detail = detail_flag(flags)?;
+        let names: Vec<&Arg> = keys.iter().collect();
+        distinct(&names)?;
+        Ok(WholeOrder {
+            names,
+            request_arg,
+            request_id,
+            detail,
+        })
+    }
+
+    /// What replicas and the AOF receive for each line: `command key
+    /// request_id`.
+    fn rewrites(&self, command: &'static CStr) -> Vec<Rewrite<'_>> {
+        self.names
+            .iter()
+            .map(|name| {
+                let mut rewrite = Rewrite::of(command);
+                rewrite.string(name).string(self.request_arg);
+                rewrite
+            })
+            .collect()
+    }
+}
+
+/// SECKILL.MCONFIRM numkeys key [key ...] request_id [DETAIL]: confirms
+/// every line of an order, or none if any cannot be.
+pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let order = WholeOrder::parse(args)?;
+    let (_, moment) = order_moment(ctx);
+    let rewrites = order.rewrites(c"SECKILL.CONFIRM");
+    let judge = |items: &[Option<&SaleItem>]| {
+        let judged: Vec<Line> = items
+            .iter()
+            .zip(&rewrites)
+            .map(|(item, rewrite)| {
+                let Some(item) = item else {
+                    return Line::Refused(NO_SUCH_ITEM);
+                };
+                match item.judge_confirm(order.request_id, moment) {
+                    Verdict::Change(change) => Line::Taken(Decision {
+                        change,
+                        effect: Effect::Rewritten(rewrite),
+                        event: Some(c"seckill.confirm"),
+                        moment,
+                    }),
+                    Verdict::Answer(Confirmation::AlreadyConfirmed) => Line::Known(0),
+                    Verdict::Answer(_) if order.detail => {
+                        Line::Refused(why_not(item, order.request_id, moment, CANCELLED))
+                    }
+                    Verdict::Answer(_) => Line::Refused(CANCELLED),
+                }
+            })
+            .collect();
+        let refused = judged.iter().any(|line| matches!(line, Line::Refused(_)));
+        if refused || !judged.iter().any(|line| matches!(line, Line::Taken(_))) {
+            // A repeat, or a refusal: nothing changes, and a `WAIT` after
+            // it still covers the confirmations made before.
+            fence_repeat(ctx);
+            return Ok(Judgements::Answer(RedisValue::Array(
+                judged.iter().map(Line::answered).collect(),
+            )));
+        }
+        Ok(Judgements::Decide(
+            judged
+                .into_iter()
+                .map(|line| match line {
+                    Line::Taken(decision) => Some(decision),
+                    Line::Known(_) | Line::Refused(_) => None,
+                })
+                .collect(),
+        ))
+    };
+    Ok(match write_items(ctx, &order.names, judge)? {
+        // 1 confirmed now, 0 final already.
+        Ok(figures) => integers(figures.iter().map(|figure| i64::from(figure.is_some()))),
+        Err(answer) => answer,
+    })
+}
+
+/// SECKILL.MREFUND numkeys key [key ...] request_id [DETAIL]: gives back
+/// every line of an order that can be, as REFUND does each.
+pub fn mrefund(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let order = WholeOrder::parse(args)?;
+    let (_, moment) = order_moment(ctx);
+    let rewrites = order.rewrites(c"SECKILL.REFUND");
+    // The code of each line that gives nothing back.
+    let mut codes = vec![0; order.names.len()];
+    let judge = |items: &[Option<&SaleItem>]| {
+        let mut decisions = Vec::with_capacity(items.len());
+        for ((item, rewrite), code) in items.iter().zip(&rewrites).zip(codes.iter_mut()) {
+            let Some(item) = item else {
+                *code = NO_SUCH_ITEM;
+                decisions.push(None);
+                continue;
+            };
+            decisions.push(match item.judge_refund(order.request_id, moment)? {
+                Verdict::Change(change) => Some(Decision {
+                    change,
+                    effect: Effect::Rewritten(rewrite),
+                    event: Some(c"seckill.refund"),
+                    moment,
+                }),
+                Verdict::Answer(units) => {
+                    *code = match units {
+                        0 if order.detail => why_not(item, order.request_id, moment, 0),
+                        units => units,
+                    };
+                    None
+                }
+            });
+        }
+        if decisions.iter().all(Option::is_none) {
+            fence_repeat(ctx);
+        }
+        Ok(Judgements::Decide(decisions))
+    };
+    let figures = match write_items(ctx, &order.names, judge)? {
+        Ok(figures) => figures,
+        Err(answer) => return Ok(answer),
+    };
+    Ok(integers(
+        figures
+            .into_iter()
+            .zip(codes)
+            .map(|(figure, code)| figure.unwrap_or(code)),
+    ))
+}
