@@ -412,13 +412,17 @@ pub fn master_decided(ctx: &Context) -> bool {
 /// before) writes nothing, so a `WAIT` after it would not wait for the
 /// first call's effect to reach the replicas: `WAIT` counts the writes of
 /// its own connection, and a retry after a lost connection comes on
-/// another one. Replicating the repeat as it came, which changes nothing
-/// on a replica either (it follows the first call in the stream), makes
-/// the caller's `WAIT` cover the first call. Only where this server
-/// decides: a replica or a replay applies what its master sent.
+/// another one. Replicating a `PING`, which every replica and AOF replay
+/// takes as the master's own keepalive, moves the caller's replication
+/// offset past the first call, so its `WAIT` covers it. Not the call
+/// itself: a replica judges what its master sends without a clock, and a
+/// CONFIRM or REFUND of a hold whose deadline passed, refused here before
+/// the sweep released it, would confirm or refund that hold there. Only
+/// where this server decides: a replica or a replay applies what its
+/// master sent.
 pub fn fence_repeat(ctx: &Context) {
     if !master_decided(ctx) {
-        replicate_verbatim(ctx);
+        replicate(ctx, c"PING", &[]);
     }
 }
 
