@@ -355,6 +355,42 @@ fn trade(con: &mut Connection) {
     ok::<Value>(con, &["SECKILL.MCONFIRM", "2", "{r}:a", "{r}:b", "o0"]);
     ok::<Value>(con, &["SECKILL.MREFUND", "2", "{r}:a", "{r}:b", "o1"]);
     ok::<Value>(con, &["SECKILL.MDEDUCT", "1", "{r}:a", "2", "kim", "o4"]);
+    // An order judged while a hold of its item has lapsed and waits for
+    // the sweep: it goes with the moment it was judged at.
+    ok::<String>(
+        con,
+        &["CONFIG", "SET", "seckill.sweep-interval-ms", "60000"],
+    );
+    ok::<i64>(con, &["SECKILL.INIT", "{r}:c", "1", "LIMIT", "1"]);
+    let soon = (server_now_ms(con) + 50).to_string();
+    ok::<i64>(
+        con,
+        &[
+            "SECKILL.DEDUCT",
+            "{r}:c",
+            "lea",
+            "1",
+            "ID",
+            "c1",
+            "HOLDUNTIL",
+            &soon,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let reply: Value = ok(
+        con,
+        &[
+            "SECKILL.MDEDUCT",
+            "2",
+            "{r}:c",
+            "1",
+            "{r}:b",
+            "1",
+            "lea",
+            "o5",
+        ],
+    );
+    assert_eq!(lines(&reply), [Some(0), Some(0)]);
 }
 
 #[test]
@@ -366,9 +402,9 @@ fn replicas_and_the_aof_apply_orders_as_the_master_did() {
     assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
     let seen = |con: &mut Connection| {
         let mut seen = BTreeMap::new();
-        for key in ["{r}:a", "{r}:b"] {
+        for key in ["{r}:a", "{r}:b", "{r}:c"] {
             seen.insert(key.to_owned(), snapshot(con, key));
-            for n in 0..5 {
+            for n in 0..6 {
                 let id = format!("o{n}");
                 let reply: Value = ok(con, &["SECKILL.STATUS", key, &id]);
                 seen.insert(format!("{key} {id}"), (Vec::new(), format!("{reply:?}")));

@@ -76,6 +76,8 @@ fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
 pub const MODULE: &str = "SECKILL.DEDUCT";
 pub const MODULE_ID: &str = "SECKILL.DEDUCT ... ID";
 pub const MODULE_HOLD: &str = "SECKILL.DEDUCT ... ID ... HOLD";
+/// One order of three items, every line or none (`SECKILL.MDEDUCT`).
+pub const MODULE_ORDER: &str = "SECKILL.MDEDUCT, 3 lines ... ID";
 pub const LUA_SECKILL: &str = "Lua seckill.lua (EVALSHA)";
 pub const LUA_STOCK_SERVICE: &str = "Lua StockService (EVALSHA)";
 pub const FUNCTION: &str = "Function (FCALL)";
@@ -122,7 +124,11 @@ pub fn single_commands(
     let stock = stock.to_string();
     let key = |name: &str| format!("{prefix}:{name}");
     let (item, item_id, item_hold) = (key("item"), key("item-id"), key("item-hold"));
-    for name in [&item, &item_id, &item_hold] {
+    // An order's items share a hash tag, as they must in a cluster.
+    let lines: Vec<String> = (1..=3)
+        .map(|n| format!("{{{prefix}:order}}:item{n}"))
+        .collect();
+    for name in [&item, &item_id, &item_hold].into_iter().chain(&lines) {
         ok::<i64>(
             con,
             &[
@@ -181,6 +187,22 @@ pub fn single_commands(
             ],
         ),
         command(
+            MODULE_ORDER,
+            "seckill.mdeduct",
+            &[
+                "SECKILL.MDEDUCT",
+                "3",
+                &lines[0],
+                "1",
+                &lines[1],
+                "1",
+                &lines[2],
+                "1",
+                "user:bench",
+                "req:__rand_int__",
+            ],
+        ),
+        command(
             LUA_SECKILL,
             "evalsha",
             &[
@@ -222,7 +244,7 @@ pub fn single_commands(
         commands.push(command(FLOOR, "floor.touch", &["FLOOR.TOUCH", &item]));
     }
     for command in &mut commands {
-        command.keyspace = if command.name == MODULE_ID || command.name == MODULE_HOLD {
+        command.keyspace = if [MODULE_ID, MODULE_HOLD, MODULE_ORDER].contains(&command.name) {
             REQUEST_ID_SPACE
         } else {
             users

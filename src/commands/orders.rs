@@ -11,6 +11,7 @@ use super::sales::{deduction_reply, detail_flag, why_not};
 use super::*;
 use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Confirmation, Deduction, Order, Verdict};
+use crate::server::notify::{replicate, replicate_verbatim};
 use crate::stats;
 use crate::write::{fence_repeat, write_items, Judgements, NO_SUCH_ITEM};
 use redis_module::{RedisResult, RedisValue};
@@ -111,8 +112,9 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         .collect::<Result<Vec<i64>, _>>()?;
     let user = id(user_arg, ERR_BAD_USER)?;
     let request_id = id(request_arg, ERR_BAD_REQUEST)?;
-    let (now, moment) = order_moment(ctx);
+    let (now, mut moment) = order_moment(ctx);
     let mut hold_until = None;
+    let mut relative_hold = false;
     let mut with_deadline = false;
     let mut options = options.iter();
     while let Some(option) = options.next() {
@@ -122,44 +124,52 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
         let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
         let bad_hold = || RedisError::Str(ERR_BAD_ORDER_HOLD);
-        hold_until = Some(match () {
-            _ if option.is_keyword("HOLD") && hold_until.is_none() => integer(value)?
-                .checked_mul(1000)
-                .filter(|millis| *millis > 0)
-                .and_then(|millis| now.checked_add(millis))
-                .ok_or_else(bad_hold)?,
-            _ if option.is_keyword("HOLDUNTIL") && hold_until.is_none() => Some(integer(value)?)
-                .filter(|at| *at > 0)
-                .ok_or_else(bad_hold)?,
-            _ => return Err(RedisError::Str(ERR_SYNTAX)),
-        });
+        if option.is_keyword("HOLD") && hold_until.is_none() {
+            relative_hold = true;
+            hold_until = Some(
+                integer(value)?
+                    .checked_mul(1000)
+                    .filter(|millis| *millis > 0)
+                    .and_then(|millis| now.checked_add(millis))
+                    .ok_or_else(bad_hold)?,
+            );
+        } else if option.is_keyword("HOLDUNTIL") && hold_until.is_none() {
+            hold_until = Some(
+                Some(integer(value)?)
+                    .filter(|at| *at > 0)
+                    .ok_or_else(bad_hold)?,
+            );
+        } else if option.is_keyword("AT") && moment == Moment::Untimed && master_decided(ctx) {
+            // The moment its master judged the order at, sent with it.
+            moment = Moment::Decided(integer(value)?);
+        } else {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        }
     }
     distinct(&names)?;
-    // What replicas and the AOF receive for each line: its DEDUCT, with
-    // the deadline made absolute and the moment it was judged at.
-    let rewrites: Vec<Rewrite> = names
-        .iter()
-        .zip(lines.iter().skip(1).step_by(2))
-        .map(|(name, qty)| {
-            let mut rewrite = Rewrite::of(c"SECKILL.DEDUCT");
-            rewrite
-                .string(name)
-                .string(user_arg)
-                .string(qty)
-                .keyword(&rewrite::ID)
-                .string(request_arg);
-            if let Some(unix_ms) = hold_until {
-                rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
-            }
-            rewrite.option(&rewrite::AT, now);
-            rewrite
-        })
-        .collect();
     // The deadline of the order's hold, made or replayed, for WITHDEADLINE.
     let deadline = Cell::new(None);
+    // True when replicas and the AOF judge the order as sent alike (see
+    // below); else it goes with its deadline and moment made absolute.
+    let as_sent = Cell::new(true);
     let judge = |items: &[Option<&SaleItem>]| {
+        // A replica judges what its master sends without a clock: the
+        // order goes as it came when no relative deadline was read here
+        // and no item has a hold lapsing at this moment (which the reply
+        // depends on). Else it goes with HOLDUNTIL and AT, as DEDUCT does.
+        let sent_at = match moment.now() {
+            Some(now) => {
+                let lapsing = items
+                    .iter()
+                    .flatten()
+                    .any(|item| item.next_deadline().is_some_and(|deadline| deadline <= now));
+                (relative_hold || lapsing).then_some(now)
+            }
+            None => moment.lapses_at(),
+        };
+        as_sent.set(sent_at.is_none() || moment.now().is_none());
         let mut judged = Vec::with_capacity(items.len());
-        for ((item, qty), rewrite) in items.iter().zip(&quantities).zip(&rewrites) {
+        for (item, qty) in items.iter().zip(&quantities) {
             let Some(item) = item else {
                 judged.push(Line::Refused(NO_SUCH_ITEM));
                 continue;
@@ -173,12 +183,13 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             };
             judged.push(match item.judge_deduct(order, moment)? {
                 Verdict::Change(mut change) => {
-                    if let Change::Deduct(purchase) = &mut change {
-                        purchase.replicated_moment = Some(now);
+                    if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
+                        purchase.replicated_moment = Some(at);
                     }
                     Line::Taken(Decision {
                         change,
-                        effect: Effect::Rewritten(rewrite),
+                        // Replicated once for the whole order, below.
+                        effect: Effect::Nothing,
                         event: Some(c"seckill.deduct"),
                         moment,
                     })
@@ -230,7 +241,27 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         )))
     };
     let reply = match write_items(ctx, &names, judge)? {
-        Ok(figures) => integers(figures.into_iter().map(Option::unwrap_or_default)),
+        Ok(figures) => {
+            // Every line applied and published: the order goes to replicas
+            // and the AOF as one command, after the releases of lapsed
+            // holds its lines settled on the way.
+            if as_sent.get() {
+                replicate_verbatim(ctx);
+            } else {
+                let mut rewrite = Rewrite::of(c"SECKILL.MDEDUCT");
+                rewrite.string(count);
+                for arg in lines {
+                    rewrite.string(arg);
+                }
+                rewrite.string(user_arg).string(request_arg);
+                if let Some(unix_ms) = hold_until {
+                    rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
+                }
+                rewrite.option(&rewrite::AT, now);
+                replicate(ctx, rewrite.command(), rewrite.args());
+            }
+            integers(figures.into_iter().map(Option::unwrap_or_default))
+        }
         Err(answer) => answer,
     };
     if !with_deadline {
