@@ -3,8 +3,9 @@
 //! line it can. An order's lines share its user, request id and deadline,
 //! and each line is recorded on its item as a DEDUCT would record it: every
 //! single-item command (STATUS, REFUND of one line, the sweep's lapsing)
-//! works on it, and replicas and the AOF receive one DEDUCT, CONFIRM or
-//! REFUND per line, in one MULTI/EXEC. In a cluster the items share a slot
+//! works on it. Replicas and the AOF receive an order as one MDEDUCT, and
+//! a whole-order confirmation or refund as one CONFIRM or REFUND per
+//! changed line in one MULTI/EXEC. In a cluster the items share a slot
 //! (one hash tag), as the keys of any one command must.
 
 use super::sales::{deduction_reply, detail_flag, why_not};
