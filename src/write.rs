@@ -101,6 +101,19 @@ pub fn write_item<'a>(
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    write_opened(ctx, name, item, judge, reply)
+}
+
+/// [`write_item`] on an item its command opened itself (with
+/// [`ItemKey::open_read`]), to answer some calls before any of this.
+#[inline(always)]
+pub fn write_opened<'a>(
+    ctx: &Context,
+    name: &Arg,
+    item: &mut SaleItem,
+    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
+    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
+) -> RedisResult {
     let moment = moment_of(ctx, item);
     let decision = match judge(item, moment)? {
         Judgement::Decide(decision) => decision,

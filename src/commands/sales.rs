@@ -3,9 +3,13 @@
 use super::*;
 use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Status, Verdict};
+use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
-use crate::write::{fence_repeat, master_decided, write_item, Decision, Effect, Judgement};
+use crate::write::{
+    fence_repeat, master_decided, write_item, write_opened, Decision, Effect, Judgement,
+    NO_SUCH_ITEM,
+};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
 
@@ -91,6 +95,12 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let rewrite_slot = &mut rewrite_slot;
     // The deadline of the hold the call made or replayed, for WITHDEADLINE.
     let deadline = Cell::new(None);
+    // A plain purchase by a user id no setting refuses can be answered
+    // sold out before anything else is read (see `sold_out_for`).
+    let plain = options.request_id.is_none()
+        && options.hold.is_none()
+        && options.decided_at.is_none()
+        && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
     let judge = |item: &SaleItem, moment: Moment| {
         // Moved in whole, so that the rewrite outlives the call.
         let rewrite_slot = rewrite_slot;
@@ -184,9 +194,14 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             moment,
         }))
     };
-    let reply = write_item(ctx, name, judge, |_, remaining, _| {
-        RedisValue::Integer(remaining)
-    });
+    let mut key = ItemKey::open_read(ctx, name);
+    let reply = match key.item_mut()? {
+        None => Ok(RedisValue::Integer(NO_SUCH_ITEM)),
+        Some(item) if plain && item.sold_out_for(qty) => Ok(RedisValue::Integer(NOT_ENOUGH_STOCK)),
+        Some(item) => write_opened(ctx, name, item, judge, |_, remaining, _| {
+            RedisValue::Integer(remaining)
+        }),
+    };
     match reply {
         Ok(RedisValue::Integer(code)) => {
             stats::count_deduct_reply(code);

@@ -178,6 +178,18 @@ impl SaleItem {
         }
     }
 
+    /// True if a DEDUCT of `qty` (positive) units by a valid user id, with
+    /// no request id, is answered sold out at any moment: the item's stock
+    /// is short of it, no hold could lapse back into it and no window
+    /// could refuse first. What `judge_deduct` answers then, found with
+    /// three reads: once a flash sale sells out, nearly every call is this
+    /// one.
+    pub fn sold_out_for(&self, qty: i64) -> bool {
+        matches!(self.stock, Stock::Limited(units) if units < qty)
+            && self.ledger.holds.is_empty()
+            && self.window().is_always_open()
+    }
+
     /// Judges a DEDUCT at `moment`.
     pub fn judge_deduct<'a>(
         &self,

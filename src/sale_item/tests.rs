@@ -1620,3 +1620,42 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The sold-out shortcut of a plain DEDUCT answers what the judge
+    /// answers, at any moment and for any buyer, whatever holds, window
+    /// and sales the item has.
+    #[test]
+    fn sold_out_for_answers_as_the_judge_does(
+        stock in 0i64..4,
+        sales in proptest::collection::vec((0u8..4, 1i64..3, any::<bool>()), 0..6),
+        window in prop::option::of((0i64..30, 0i64..30)),
+        qty in 1i64..5,
+        buyer in 0u8..5,
+        at in 0i64..40,
+    ) {
+        let mut item = limited(stock, 2);
+        if let Some((start, end)) = window {
+            if let Ok(window) = Window::new(start, if end > start { end } else { 0 }) {
+                item.set_window(window);
+            }
+        }
+        for (n, (user, qty, held)) in sales.iter().enumerate() {
+            let id = format!("r{n}");
+            let until = held.then_some(20);
+            let _ = item.deduct(&[b'u', *user], *qty, Some(id.as_bytes()), Moment::Now(10), until);
+        }
+        if item.sold_out_for(qty) {
+            let user = [b'u', buyer];
+            for moment in [Moment::Now(at), Moment::Decided(at), Moment::Untimed] {
+                prop_assert_eq!(
+                    item.judge_deduct(order(&user, qty, None), moment).map(|verdict| match verdict {
+                        Verdict::Answer(deduction) => Some(deduction),
+                        Verdict::Change(_) => None,
+                    }),
+                    Ok(Some(Deduction::SoldOut))
+                );
+            }
+        }
+    }
+}

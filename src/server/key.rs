@@ -100,21 +100,21 @@ impl<'ctx> ItemKey<'ctx> {
     }
 
     fn value(&self) -> Result<Option<*mut SaleItem>, WrongType> {
-        let key_type = self.key.key_type();
-        if key_type == raw::REDISMODULE_KEYTYPE_EMPTY as i32 {
-            return Ok(None);
-        }
         let (Some(get_type), Some(get_value)) = (
             redis_api!(RedisModule_ModuleTypeGetType),
             redis_api!(RedisModule_ModuleTypeGetValue),
         ) else {
             return Err(WrongType);
         };
-        // SAFETY: the key is open and not empty.
-        let is_item = key_type == raw::REDISMODULE_KEYTYPE_MODULE as i32
-            && unsafe { get_type(self.key.key) } == *SALE_ITEM_TYPE.raw_type.borrow();
-        if !is_item {
-            return Err(WrongType);
+        // SAFETY: the key came from RedisModule_OpenKey; an empty key or
+        // one of another type has no module type (NULL). Asked first: an
+        // item, the case of every sale, then needs no other call.
+        let is_item = unsafe { get_type(self.key.key) } == *SALE_ITEM_TYPE.raw_type.borrow();
+        if !is_item || self.key.key.is_null() {
+            return match self.key.key_type() {
+                key_type if key_type == raw::REDISMODULE_KEYTYPE_EMPTY as i32 => Ok(None),
+                _ => Err(WrongType),
+            };
         }
         // SAFETY: the key holds our type, whose values are `Box<SaleItem>`s.
         let value = unsafe { get_value(self.key.key) }.cast::<SaleItem>();
