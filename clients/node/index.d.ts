@@ -48,6 +48,16 @@ export interface DeductOptions {
   holdUntil?: SeckillTime;
 }
 
+/** One line of an order: `[key, qty]` or `{ key, qty }` (qty 1 when left out). */
+export type OrderLine = readonly [key: SeckillKey, qty?: SeckillInt] | { readonly key: SeckillKey; readonly qty?: SeckillInt };
+
+export interface OrderOptions {
+  /** Hold every line for this many seconds; the result then has the order's `deadline`. */
+  hold?: SeckillInt;
+  /** Hold every line until this Unix time in ms, or Date; the result then has the order's `deadline`. */
+  holdUntil?: SeckillTime;
+}
+
 /**
  * A wait for replicas after `deduct`, `confirm` or `refund`: WAIT sent right
  * after the command, on its connection (in a cluster, the item key's master).
@@ -183,6 +193,39 @@ export declare class RefundResult {
   readonly ok: boolean;
   /** outcome === REFUNDED */
   readonly refunded: boolean;
+}
+
+/** What `order` returns (SECKILL.MDEDUCT): every line taken, or none. */
+export declare class OrderResult {
+  private constructor();
+  /** True when every line was taken (bought, or held until `deadline`). */
+  readonly taken: boolean;
+  /**
+   * One entry per line, in order: a DeductResult (BOUGHT with the item's
+   * remaining stock when taken; the line's refusal when refused), or null
+   * for a line that would have been taken but was not, because another line
+   * refused the order.
+   */
+  readonly lines: ReadonlyArray<DeductResult | null>;
+  /** The one deadline of every line's hold, Unix ms, when the call made a hold (or replayed one still pending), else null. */
+  readonly deadline: number | null;
+  /** Same as `taken`. */
+  readonly ok: boolean;
+}
+
+/** What `confirmOrder` returns (SECKILL.MCONFIRM): every line confirmed, or none. */
+export declare class OrderConfirmation {
+  private constructor();
+  /** True when every line is final now (CONFIRMED, or ALREADY_FINAL). */
+  readonly confirmed: boolean;
+  /**
+   * One entry per key, in order: its ConfirmOutcome, or null for a line that
+   * could have been confirmed but was not, because another line refused
+   * (REFUNDED, LAPSED, UNKNOWN_REQUEST or NO_ITEM).
+   */
+  readonly lines: ReadonlyArray<ConfirmOutcome | null>;
+  /** Same as `confirmed`. */
+  readonly ok: boolean;
 }
 
 /**
@@ -377,6 +420,16 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   release(key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>): R['release'];
   /** SECKILL.REFUND (with DETAIL): gives the units back; the outcome says why nothing was (already refunded, lapsed, unknown id, no item). */
   refund(key: SeckillKey, requestId: SeckillId): R['refund'];
+  /**
+   * SECKILL.MDEDUCT: an order of several items for `user` under one request
+   * id, every line or none, in one step on one node (the keys must share a
+   * hash tag in a cluster). With a hold, the result has its `deadline`.
+   */
+  order(lines: readonly OrderLine[], user: SeckillId, requestId: SeckillId, options?: OrderOptions): R['order'];
+  /** SECKILL.MCONFIRM (with DETAIL): confirms every line of an order, or none. `keys` may be the order's lines. */
+  confirmOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId): R['confirmOrder'];
+  /** SECKILL.MREFUND (with DETAIL): refunds every line of an order that can be; a RefundResult per key. `keys` may be the order's lines. */
+  refundOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId): R['refundOrder'];
   /** SECKILL.ADD: the new stock (with a transferId, once per id; a retry: the same reply); null if no item. */
   add(key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null): R['add'];
   /** SECKILL.WINDOW (0 or null = open side): true; null if no item. */
@@ -416,6 +469,9 @@ export interface SeckillValues {
   confirm: ConfirmOutcome;
   release: number | null;
   refund: RefundResult;
+  order: OrderResult;
+  confirmOrder: OrderConfirmation;
+  refundOrder: RefundResult[];
   add: number | null;
   window: true | null;
   stream: true | null;
@@ -430,12 +486,15 @@ export interface SeckillValues {
   transfers: Transfer[] | null;
 }
 
-/** deduct, confirm and refund with a wait: each resolves to a Durable of its usual value. */
+/** deduct, confirm, refund and the order commands with a wait: each resolves to a Durable of its usual value. */
 export interface SeckillWaitCommands {
   deduct(key: SeckillKey, user: SeckillId, qty: SeckillInt | null | undefined, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   deduct(key: SeckillKey, user: SeckillId, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   confirm(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<ConfirmOutcome>>;
   refund(key: SeckillKey, requestId: SeckillId, options: WaitOptions): Promise<Durable<RefundResult>>;
+  order(lines: readonly OrderLine[], user: SeckillId, requestId: SeckillId, options: OrderOptions & WaitOptions): Promise<Durable<OrderResult>>;
+  confirmOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId, options: WaitOptions): Promise<Durable<OrderConfirmation>>;
+  refundOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId, options: WaitOptions): Promise<Durable<RefundResult[]>>;
 }
 
 /** The iterator over an item's records (ioredis: client.seckill; node-redis: seckillOf(client)). */
@@ -520,6 +579,64 @@ export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   stock(): Promise<number | null>;
   /** SECKILL.INFO of every part, in order (null for a missing part). */
   info(): Promise<Array<ItemInfo | null>>;
+}
+
+// ---- carts across shards ------------------------------------------------------
+
+/** What `CartSaga.place` returns. */
+export declare class CartPlacement {
+  private constructor();
+  /** True when every line is held under the cart id. */
+  readonly placed: boolean;
+  /** Each line's DeductResult, in order: every line when placed; when refused, the lines up to the refusing one. */
+  readonly lines: readonly DeductResult[];
+  /** The earliest deadline of the lines' pending holds, Unix ms, when placed (pay before it); null when refused, or every line confirmed since. */
+  readonly deadline: number | null;
+  /** The index of the line that refused the cart, or null when placed. */
+  readonly refusedLine: number | null;
+  /** Its outcome, or CANCELLED: the cart was refused or cancelled before; null when placed. */
+  readonly refusal: Outcome | null;
+  /** The REFUND of every line when refused, in order; empty when placed. */
+  readonly refunds: readonly RefundResult[];
+}
+
+/** What `CartSaga.confirm` returns. */
+export declare class CartConfirmation {
+  private constructor();
+  /** True when every line is a final purchase: the cart is paid. */
+  readonly paid: boolean;
+  /** Each line's ConfirmOutcome, in order: every line when paid; when not, the lines up to the failing one. */
+  readonly lines: readonly ConfirmOutcome[];
+  /** The index of the line that could not be confirmed, or null when paid. */
+  readonly failedLine: number | null;
+  /** Its outcome (LAPSED, REFUNDED, UNKNOWN_REQUEST, NO_ITEM), or null when paid. */
+  readonly failure: ConfirmOutcome | null;
+  /** The REFUND of every line when not paid (refund the payment), in order; empty when paid. */
+  readonly refunds: readonly RefundResult[];
+}
+
+/**
+ * A cart over items on different shards, as a saga of holds under the cart
+ * id (the request id of every line). Every call, sent again with the same
+ * arguments after a crash between any two of its commands, ends as an
+ * uninterrupted call would: every line held under the cart id, or none.
+ */
+export declare class CartSaga<C extends SplitItemClient = SplitItemClient> {
+  /**
+   * @param client a node-redis client or cluster created with `{ modules: { seckill } }`,
+   *   or an ioredis Redis or Cluster after `installSeckill()`
+   */
+  constructor(client: C);
+  readonly client: C;
+  /**
+   * DEDUCT ... ID cartId HOLD holdSeconds on each line in order; a line
+   * refused (or CANCELLED: the cart was refused before): REFUND on every line.
+   */
+  place(cartId: SeckillId, user: SeckillId, lines: readonly OrderLine[], holdSeconds: SeckillInt): Promise<CartPlacement>;
+  /** CONFIRM each line in order; one that cannot be: REFUND on every line, and not paid. */
+  confirm(cartId: SeckillId, keys: ReadonlyArray<SeckillKey | OrderLine>): Promise<CartConfirmation>;
+  /** REFUND on every line (idempotent). */
+  cancel(cartId: SeckillId, keys: ReadonlyArray<SeckillKey | OrderLine>): Promise<readonly RefundResult[]>;
 }
 
 export { seckill, SeckillModule } from './node-redis';

@@ -7,6 +7,7 @@
 const values = require('./lib/values');
 const errors = require('./lib/errors');
 const split = require('./lib/split');
+const cart = require('./lib/cart');
 const { seckillOf } = require('./lib/wait');
 const { seckill } = require('./node-redis');
 const { installSeckill } = require('./ioredis');
@@ -24,6 +25,8 @@ module.exports = {
   SettleOutcome: values.SettleOutcome,
   DeductResult: values.DeductResult,
   RefundResult: values.RefundResult,
+  OrderResult: values.OrderResult,
+  OrderConfirmation: values.OrderConfirmation,
   Durable: values.Durable,
   Hold: values.Hold,
   Transfer: values.Transfer,
@@ -35,6 +38,9 @@ module.exports = {
   ScanPage: values.ScanPage,
   SplitItem: split.SplitItem,
   fnv1a32: split.fnv1a32,
+  CartSaga: cart.CartSaga,
+  CartPlacement: cart.CartPlacement,
+  CartConfirmation: cart.CartConfirmation,
   ErrorKind: errors.ErrorKind,
   SeckillError: errors.SeckillError,
   RequestIdConflictError: errors.RequestIdConflictError,

@@ -18,8 +18,10 @@
 //
 // What this does instead, with ioredis's public API only:
 // - each call is a Command subclass (ioredis exports Command) that names its
-//   keys itself (getKeys(): the item key, and the stream key of init/stream),
-//   has keyPrefix applied to exactly those arguments, is marked readOnly for
+//   keys itself (getKeys(): the item key, and the stream key of init/stream;
+//   every key of an order, its first line's first, so that Cluster routes
+//   it by that key and not by the count before it), has keyPrefix applied
+//   to exactly those arguments, is marked readOnly for
 //   the reads (scaleReads), and turns its reply into the typed value
 //   (transformReply, which ioredis also calls for each reply of an EXEC);
 // - it is sent with sendCommand(), on the client or on a pipeline;
@@ -110,7 +112,8 @@ function usesAutoPipelining(client, flat, key) {
   // ioredis picks the auto-pipeline by the slot of `${keyPrefix}${key}`, the
   // call's first argument as text: only keys whose text is their bytes go
   // that way (a Buffer that is not UTF-8, or a Uint8Array, would be grouped
-  // by another slot).
+  // by another slot). The order commands, whose first argument is an array
+  // of lines or keys, are sent directly, as a Command keyed by their first key.
   if (Buffer.isBuffer(key)) {
     if (!isUtf8(key)) return false;
   } else if (typeof key !== 'string' && typeof key !== 'number' && typeof key !== 'bigint') {

@@ -5,7 +5,7 @@
 // take no wait: seckillOf(client) (in index.d.ts) gives the commands that do.
 import type {
   SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
-  InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, ScanOptions, SeckillValues,
+  InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, ScanOptions, SeckillValues, OrderLine, OrderOptions,
 } from './index';
 
 /** The part of node-redis's CommandParser that the commands use. */
@@ -26,6 +26,9 @@ type Commands = {
   confirm: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['confirm']>;
   release: ModuleCommand<[key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>], SeckillValues['release']>;
   refund: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['refund']>;
+  order: ModuleCommand<[lines: readonly OrderLine[], user: SeckillId, requestId: SeckillId, options?: OrderOptions], SeckillValues['order']>;
+  confirmOrder: ModuleCommand<[keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId], SeckillValues['confirmOrder']>;
+  refundOrder: ModuleCommand<[keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId], SeckillValues['refundOrder']>;
   add: ModuleCommand<[key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null], SeckillValues['add']>;
   window: ModuleCommand<[key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null], SeckillValues['window']>;
   stream: ModuleCommand<[key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt], SeckillValues['stream']>;

@@ -6,12 +6,16 @@
 // the command, on its connection (see lib/wait.js and ioredis.js).
 // confirm and refund always send DETAIL, and deduct with a hold sends
 // WITHDEADLINE, so that their typed values say why a hold is gone and when a
-// hold ends without a second round trip.
+// hold ends without a second round trip; so do the commands of an order of
+// several items (order, confirmOrder, refundOrder: SECKILL.MDEDUCT,
+// MCONFIRM, MREFUND).
 
 const {
   UNLIMITED,
   DeductResult,
   RefundResult,
+  OrderResult,
+  OrderConfirmation,
   ItemInfo,
   OrderState,
   toInteger,
@@ -21,6 +25,7 @@ const {
   parseConfirm,
   parseSettle,
   parseScan,
+  parseRefunds,
 } = require('./values');
 
 const NO_ITEM = -3;
@@ -136,8 +141,9 @@ function withoutWait(callArgs, at) {
 }
 
 // Each builder returns { args, keys, names?, wait? }: the command's arguments
-// after its name, the indexes in args of its keys (the item key is always 0:
-// the command is routed by it), those of other key names that get keyPrefix
+// after its name, the indexes in args of its keys (the command is routed by
+// the first: the item key, at 0, or for an order the key of its first line,
+// after the count of lines), those of other key names that get keyPrefix
 // but are not keys of the command (TAKE's TO destination: a part that may
 // live in another slot, so it must not take part in routing or in ioredis's
 // same-slot check of cluster pipelines), and the wait asked for, if any.
@@ -198,6 +204,82 @@ function buildRelease(key, ...requestIds) {
 function buildRefund(key, requestId, options) {
   const o = checkOptions(options, WAIT_OPTIONS, 'refund');
   return { args: [bytes(key, 'key'), bytes(requestId, 'requestId'), 'DETAIL'], keys: [0], wait: waitOf(o, 'refund') };
+}
+
+// ---- an order of several items (MDEDUCT, MCONFIRM, MREFUND) -----------------
+// The server finds these commands' keys after a count (numlines, numkeys),
+// and so must every client: a cluster client that routed by the first
+// argument would send them by the slot of "2". Each key is pushed as a key,
+// the first one first, so node-redis routes by it and ioredis's Command
+// names it first in getKeys() (its slot is the command's); keyPrefix goes
+// on every key.
+
+// One line of an order: [key, qty] or { key, qty } (qty 1 when left out).
+function orderLine(line, i) {
+  let key;
+  let qty;
+  if (Array.isArray(line)) {
+    if (line.length < 1 || line.length > 2) throw new TypeError(`line ${i} of an order must be [key, qty], got ${line.length} entries`);
+    [key, qty] = line;
+  } else if (isOptions(line)) {
+    ({ key, qty } = checkOptions(line, ['key', 'qty'], `line ${i} of an order`));
+  } else {
+    throw new TypeError(`line ${i} of an order must be [key, qty] or { key, qty }, got ${describe(line)}`);
+  }
+  if (!given(key)) throw new TypeError(`line ${i} of an order has no key`);
+  return [bytes(key, `the key of line ${i}`), integer(given(qty) ? qty : 1, `the qty of line ${i}`)];
+}
+
+function orderLines(lines, command) {
+  if (!Array.isArray(lines) || lines.length === 0) {
+    throw new TypeError(`${command} needs a non-empty array of lines ([key, qty] or { key, qty }), got ${describe(lines)}`);
+  }
+  return lines.map(orderLine);
+}
+
+/**
+ * The keys of an order: an array of keys, or the order's lines themselves
+ * ([key, qty] or { key, qty }: their keys), so that the lines given to
+ * `order` may be passed as they are.
+ */
+function orderKeys(keys, command) {
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw new TypeError(`${command} needs a non-empty array of keys (or of the order's lines), got ${describe(keys)}`);
+  }
+  return keys.map((k, i) => (Array.isArray(k) || isOptions(k) ? orderLine(k, i)[0] : bytes(k, `key ${i}`)));
+}
+
+const ORDER_OPTIONS = ['hold', 'holdUntil', ...WAIT_OPTIONS];
+
+// order(lines, user, requestId, { hold, holdUntil })
+function buildOrder(lines, user, requestId, options) {
+  const o = checkOptions(options, ORDER_OPTIONS, 'order');
+  const parsed = orderLines(lines, 'order');
+  // An order is recorded on each item under its request id: it is required.
+  if (!given(requestId)) throw new TypeError('order needs a request id');
+  const args = [String(parsed.length)];
+  const keys = [];
+  for (const [key, qty] of parsed) {
+    keys.push(args.length);
+    args.push(key, qty);
+  }
+  args.push(bytes(user, 'user'), bytes(requestId, 'requestId'));
+  if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
+  if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
+  if (given(o.hold) || given(o.holdUntil)) args.push('WITHDEADLINE');
+  return { args, keys, wait: waitOf(o, 'order') };
+}
+
+// confirmOrder(keys, requestId) and refundOrder(keys, requestId): numkeys
+// key [key ...] request_id DETAIL.
+function orderKeysBuilder(command) {
+  return function buildOrderKeys(keys, requestId, options) {
+    const o = checkOptions(options, WAIT_OPTIONS, command);
+    const list = orderKeys(keys, command);
+    if (!given(requestId)) throw new TypeError(`${command} needs a request id`);
+    const args = [String(list.length), ...list, bytes(requestId, 'requestId'), 'DETAIL'];
+    return { args, keys: list.map((_, i) => i + 1), wait: waitOf(o, command) };
+  };
 }
 
 // add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId)
@@ -309,6 +391,18 @@ const COMMANDS = [
     method: 'refund', name: 'SECKILL.REFUND', readonly: false, build: buildRefund, parse: RefundResult.fromReply,
     waitsAt: () => 2,
   },
+  {
+    method: 'order', name: 'SECKILL.MDEDUCT', readonly: false, build: buildOrder, parse: OrderResult.fromReply,
+    waitsAt: () => 3,
+  },
+  {
+    method: 'confirmOrder', name: 'SECKILL.MCONFIRM', readonly: false, build: orderKeysBuilder('confirmOrder'),
+    parse: OrderConfirmation.fromReply, waitsAt: () => 2,
+  },
+  {
+    method: 'refundOrder', name: 'SECKILL.MREFUND', readonly: false, build: orderKeysBuilder('refundOrder'),
+    parse: parseRefunds, waitsAt: () => 2,
+  },
   { method: 'add', name: 'SECKILL.ADD', readonly: false, build: buildAdd, parse: countOrNull },
   { method: 'window', name: 'SECKILL.WINDOW', readonly: false, build: buildWindow, parse: trueOrNull },
   { method: 'stream', name: 'SECKILL.STREAM', readonly: false, build: buildStream, parse: trueOrNull },
@@ -337,4 +431,4 @@ const COMMANDS = [
   },
 ];
 
-module.exports = { COMMANDS, bytes, integer, isOptions, checkOptions, buildScan, withoutWait };
+module.exports = { COMMANDS, bytes, integer, isOptions, checkOptions, buildScan, withoutWait, orderLines, orderKeys };

@@ -196,6 +196,94 @@ class RefundResult {
 }
 
 /**
+ * What `order` returns (SECKILL.MDEDUCT): every line taken, or none.
+ */
+class OrderResult {
+  constructor(taken, lines, deadline) {
+    /** True when every line was taken (bought, or held until `deadline`). */
+    this.taken = taken;
+    /**
+     * One entry per line, in the order's order: a DeductResult (BOUGHT with
+     * the item's remaining stock when taken; the line's refusal, SOLD_OUT,
+     * LIMIT_REACHED, ..., when refused), or null for a line that would have
+     * been taken but was not, because another line refused the order.
+     */
+    this.lines = Object.freeze(lines);
+    /**
+     * The one deadline of every line's hold, Unix milliseconds, when the call
+     * made a hold (or replayed one still pending), else null.
+     */
+    this.deadline = deadline;
+    Object.freeze(this);
+  }
+
+  /** Same as `taken`. */
+  get ok() {
+    return this.taken;
+  }
+
+  // The lines array, or [lines, deadline] when the call sent WITHDEADLINE
+  // (order does with a hold; a raw call or pipeline may either way). A line
+  // is never an array, so a first entry that is one is the lines.
+  static fromReply(reply) {
+    if (!Array.isArray(reply)) throw unexpected('SECKILL.MDEDUCT', reply);
+    const withDeadline = Array.isArray(reply[0]);
+    if (withDeadline && reply.length !== 2) throw unexpected('SECKILL.MDEDUCT', reply);
+    const entries = withDeadline ? reply[0] : reply;
+    const deadline = withDeadline ? toIntegerOrNull(reply[1]) : null;
+    const lines = entries.map((entry) => {
+      if (entry === null || entry === undefined) return null;
+      const code = toInteger(entry);
+      if (code >= 0) return new DeductResult(Outcome.BOUGHT, code, deadline);
+      const outcome = OUTCOME_BY_CODE.get(code);
+      if (outcome === undefined) throw unexpected('SECKILL.MDEDUCT', reply);
+      return new DeductResult(outcome, null, null);
+    });
+    const taken = lines.length > 0 && lines.every((line) => line !== null && line.bought);
+    return new OrderResult(taken, lines, deadline);
+  }
+}
+
+/** What `confirmOrder` returns (SECKILL.MCONFIRM): every line confirmed, or none. */
+class OrderConfirmation {
+  constructor(confirmed, lines) {
+    /** True when every line is final now: CONFIRMED by this call, or ALREADY_FINAL. */
+    this.confirmed = confirmed;
+    /**
+     * One entry per key, in order: its ConfirmOutcome, or null for a line that
+     * could have been confirmed but was not, because another line refused
+     * (REFUNDED, LAPSED, UNKNOWN_REQUEST or NO_ITEM).
+     */
+    this.lines = Object.freeze(lines);
+    Object.freeze(this);
+  }
+
+  /** Same as `confirmed`. */
+  get ok() {
+    return this.confirmed;
+  }
+
+  static fromReply(reply) {
+    if (!Array.isArray(reply)) throw unexpected('SECKILL.MCONFIRM', reply);
+    const lines = reply.map((entry) => {
+      if (entry === null || entry === undefined) return null;
+      const outcome = CONFIRM_BY_CODE.get(toInteger(entry));
+      if (outcome === undefined) throw unexpected('SECKILL.MCONFIRM', reply);
+      return outcome;
+    });
+    const confirmed = lines.length > 0
+      && lines.every((o) => o === ConfirmOutcome.CONFIRMED || o === ConfirmOutcome.ALREADY_FINAL);
+    return new OrderConfirmation(confirmed, lines);
+  }
+}
+
+// SECKILL.MREFUND: one REFUND reply per key, in order.
+function parseRefunds(reply) {
+  if (!Array.isArray(reply)) throw unexpected('SECKILL.MREFUND', reply);
+  return Object.freeze(reply.map((entry) => RefundResult.fromReply(entry)));
+}
+
+/**
  * What `deduct`, `confirm` and `refund` return when asked to wait for
  * replicas (`waitReplicas`): the command's usual value, and how many replicas
  * acknowledged the write before WAIT answered.
@@ -516,6 +604,8 @@ module.exports = {
   SettleOutcome,
   DeductResult,
   RefundResult,
+  OrderResult,
+  OrderConfirmation,
   Durable,
   Hold,
   Transfer,
@@ -532,5 +622,6 @@ module.exports = {
   parseTransfers,
   parseConfirm,
   parseSettle,
+  parseRefunds,
   unexpected,
 };

@@ -10,7 +10,9 @@ const assert = require('node:assert/strict');
 const { createCluster } = require('redis');
 const { Cluster } = require('ioredis');
 const { startCluster } = require('./helpers/servers');
-const { plain, bought } = require('./helpers/suite');
+const {
+  plain, bought, rejected, plainOrder, plainConfirmation, plainRefunds, refunded, notRefunded, FAR,
+} = require('./helpers/suite');
 const {
   seckill, installSeckill, seckillOf, Outcome, ConfirmOutcome, RefundOutcome, ItemInfo, SettleOutcome, SplitItem, fnv1a32,
   Durable,
@@ -261,6 +263,117 @@ for (const [name, make, prefix] of [
       assert.equal(await cluster.nodes[owners[i]].command('SECKILL.GET', prefix + key), 5);
     }
     assert.equal(await cluster.movedCount(), moved, 'no MOVED');
+  });
+}
+
+// A bundle's hash tag on a master that is neither the first node nor the
+// master of the slot of "3" (the count before the keys of a 3-line order):
+// a client that routed these commands by their first argument, or sent them
+// to the first node, would be redirected.
+async function bundleTag() {
+  const countOwner = await ownerOf('3');
+  for (let k = 0; k < 1000; k++) {
+    const tag = `{bundle:${k}}`;
+    const owner = await ownerOf(tag);
+    if (owner !== cluster.nodes[0] && owner !== countOwner) return { tag, owner };
+  }
+  throw new Error('no hash tag found away from the first node and from the slot of "3"');
+}
+
+// SECKILL.MDEDUCT, MCONFIRM and MREFUND through a cluster client: each goes
+// to the master of its first key, directly (no MOVED), in pipelines too and
+// with a wait; keys in two slots get the server's CROSSSLOT.
+async function ordersOnCluster(client, prefix) {
+  await flushAll();
+  const sk = seckillOf(client);
+  const { tag, owner } = await bundleTag();
+  const ownerIndex = cluster.nodes.indexOf(owner);
+  const [phone, kase, cable] = ['phone', 'case', 'cable'].map((name) => `${tag}:${name}`);
+  const lines = [[phone, 1], [kase, 1], [cable, 2]];
+  for (const [key, stock] of [[phone, 5], [kase, 1], [cable, 10]]) assert.equal(await sk.init(key, stock), true); // also the warm-up
+  const moved = await cluster.movedCount();
+  const before = await Promise.all(['seckill.mdeduct', 'seckill.mconfirm', 'seckill.mrefund', 'wait'].map(callsPerNode));
+
+  // Held, replayed, refused (the case is gone), confirmed.
+  const held = await sk.order(lines, 'lena', 'order-1', { hold: 600 });
+  assert.deepEqual({ ...plainOrder(held), deadline: held.deadline > Date.now() }, {
+    taken: true, lines: [bought(4), bought(0), bought(8)], deadline: true,
+  });
+  assert.deepEqual(plainOrder(await sk.order(lines, 'lena', 'order-1', { hold: 600 })), plainOrder(held));
+  assert.deepEqual(plainOrder(await sk.order(lines, 'mo', 'order-2', { hold: 600 })), {
+    taken: false, lines: [null, rejected(Outcome.SOLD_OUT), null], deadline: null,
+  });
+  for (const key of [phone, kase, cable]) {
+    const state = await owner.command('SECKILL.STATUS', prefix + key, 'order-1');
+    assert.deepEqual([state[1], state[7]], ['held', held.deadline]);
+  }
+  assert.deepEqual(plainConfirmation(await sk.confirmOrder(lines, 'order-1')), {
+    confirmed: true, lines: [ConfirmOutcome.CONFIRMED, ConfirmOutcome.CONFIRMED, ConfirmOutcome.CONFIRMED],
+  });
+
+  // A lapsed line refuses the confirmation whole; the order is refunded.
+  assert.equal(await sk.refund(kase, 'order-1').then((r) => r.units), 1);
+  const second = [[phone, 1], [kase, 1], [cable, 1]];
+  assert.equal((await sk.order(second, 'nat', 'order-3', { holdUntil: FAR })).taken, true);
+  assert.equal(await owner.command('SECKILL.RELEASE', prefix + cable, 'order-3'), 1);
+  assert.deepEqual(plainConfirmation(await sk.confirmOrder(second, 'order-3')), {
+    confirmed: false, lines: [null, null, ConfirmOutcome.LAPSED],
+  });
+  assert.deepEqual(plainRefunds(await sk.refundOrder(second, 'order-3')), [
+    refunded(1), refunded(1), notRefunded(RefundOutcome.LAPSED),
+  ]);
+
+  // With a wait: the command and WAIT, both on the bundle's master.
+  const durable = await sk.order(second, 'omar', 'order-4', { hold: 600, waitReplicas: 0 });
+  assert.deepEqual([durable.result.taken, durable.durable], [true, true]);
+  assert.equal((await sk.confirmOrder(second, 'order-4', { waitReplicas: 0 })).result.confirmed, true);
+  assert.deepEqual(plainRefunds((await sk.refundOrder(second, 'order-4', { waitReplicas: 0 })).result), [refunded(1), refunded(1), refunded(1)]);
+
+  // In a pipeline of the client.
+  let piped;
+  if (typeof client.addBuiltinCommand === 'function') {
+    const replies = await client.pipeline()
+      .seckill.order(second, 'pia', 'order-5')
+      .seckill.confirmOrder(second, 'order-5')
+      .seckill.refundOrder(second, 'order-5')
+      .exec();
+    assert.ok(replies.every(([err]) => err === null), String(replies.map(([err]) => err)));
+    piped = replies.map(([, v]) => v);
+  } else {
+    piped = await client.multi()
+      .seckill.order(second, 'pia', 'order-5')
+      .seckill.confirmOrder(second, 'order-5')
+      .seckill.refundOrder(second, 'order-5')
+      .execAsPipeline();
+  }
+  assert.deepEqual(plainOrder(piped[0]), { taken: true, lines: [bought(3), bought(0), bought(7)], deadline: null });
+  assert.deepEqual(plainConfirmation(piped[1]).lines, Array(3).fill(ConfirmOutcome.ALREADY_FINAL));
+  assert.deepEqual(plainRefunds(piped[2]), [refunded(1), refunded(1), refunded(1)]);
+
+  // Every call went to the bundle's master, and none was redirected.
+  const after = await Promise.all(['seckill.mdeduct', 'seckill.mconfirm', 'seckill.mrefund', 'wait'].map(callsPerNode));
+  const expected = [6, 4, 3, 3]; // MDEDUCT, MCONFIRM, MREFUND, WAIT calls
+  for (const [c, name] of ['mdeduct', 'mconfirm', 'mrefund', 'wait'].entries()) {
+    assert.deepEqual(after[c].map((n, j) => n - before[c][j]), [0, 1, 2].map((j) => (j === ownerIndex ? expected[c] : 0)), name);
+  }
+  assert.equal(await cluster.movedCount(), moved, 'no MOVED');
+  assert.equal(await owner.command('SECKILL.GET', prefix + phone), 4);
+
+  // Keys in two slots: the server refuses the order (CROSSSLOT), and takes nothing.
+  const err = await sk.order([[phone, 1], ['elsewhere', 1]], 'zed', 'order-6').catch((e) => e);
+  assert.match(String(err && err.message), /^CROSSSLOT/);
+  assert.equal(await owner.command('SECKILL.GET', prefix + phone), 4);
+}
+
+for (const [name, make, prefix] of [
+  ['node-redis cluster, RESP2', () => nodeRedisCluster(2), ''],
+  ['node-redis cluster, RESP3, keyPrefix', () => nodeRedisCluster(3, { keyPrefix: 'app:' }), 'app:'],
+  ['ioredis Cluster', async () => installSeckill(await ioredisCluster()), ''],
+  ['ioredis Cluster with enableAutoPipelining and keyPrefix',
+    async () => installSeckill(await ioredisCluster({ enableAutoPipelining: true, keyPrefix: 'app:' })), 'app:'],
+]) {
+  test(`orders of several items on the 3-master cluster, routed by their first key: ${name}`, async () => {
+    await ordersOnCluster(await make(), prefix);
   });
 }
 

@@ -8,8 +8,8 @@ const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, holdsScenario, splitScenario, errorsScenario, expectSeckillError,
-  plain, bought, rejected, plainRefund, refunded, notRefunded, FAR,
+  commandsScenario, scanScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
+  plain, bought, rejected, plainRefund, refunded, notRefunded, plainOrder, plainConfirmation, plainRefunds, FAR,
 } = require('./helpers/suite');
 const {
   installSeckill, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
@@ -95,6 +95,78 @@ test('every fate of a hold and the deadline of deduct: the same typed values in 
   assert.ok(transcripts[first].length > 20);
   for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
 });
+
+test('orders of several items (order, confirmOrder, refundOrder): the same typed values in every configuration', async (t) => {
+  const transcripts = {};
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      transcripts[name] = await ordersScenario(redis.seckill, admin);
+    });
+  }
+  const [first, ...others] = Object.keys(CONFIGS);
+  assert.ok(transcripts[first].length > 20);
+  for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
+});
+
+for (const [name, options] of Object.entries({
+  RESP2: { protocol: 2, keyPrefix: 'app:' },
+  'RESP3 with enableAutoPipelining': { protocol: 3, replyMapping: 'resp3', enableAutoPipelining: true, keyPrefix: 'app:' },
+})) {
+  test(`${name}: orders in pipelines and MULTI/EXEC, with keyPrefix, flat methods and a wait`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    const lines = [['{o}:a', 2], ['{o}:b', 1]];
+    const tx = await redis.multi()
+      .seckill.init('{o}:a', 5)
+      .seckill.init('{o}:b', 1)
+      .seckill.order(lines, 'ann', 'o-1', { holdUntil: FAR })
+      .seckillOrder(lines, 'bob', 'o-2')
+      .seckill.confirmOrder(lines, 'o-1')
+      .seckillRefundOrder(['{o}:a', '{o}:b'], 'o-1')
+      .exec();
+    assert.ok(tx.every(([err]) => err === null));
+    const values = tx.map(([, v]) => v);
+    assert.deepEqual(values.slice(0, 2), [true, true]);
+    assert.deepEqual(plainOrder(values[2]), { taken: true, lines: [bought(3), bought(0)], deadline: FAR });
+    assert.deepEqual(plainOrder(values[3]), { taken: false, lines: [null, rejected(Outcome.SOLD_OUT)], deadline: null });
+    assert.deepEqual(plainConfirmation(values[4]), { confirmed: true, lines: [ConfirmOutcome.CONFIRMED, ConfirmOutcome.CONFIRMED] });
+    assert.deepEqual(plainRefunds(values[5]), [refunded(2), refunded(1)]);
+    // keyPrefix went on every key of every line.
+    assert.deepEqual([await admin('SECKILL.GET', 'app:{o}:a'), await admin('EXISTS', '{o}:a', '{o}:b')], [5, 0]);
+    assert.equal((await admin('SECKILL.STATUS', 'app:{o}:b', 'o-1'))[1], 'refunded');
+
+    const piped = await redis.pipeline()
+      .seckill.order(lines, 'cy', 'o-3', { hold: 600 })
+      .seckill.confirmOrder(lines, 'o-3')
+      .seckill.order([['{o}:a', 1], ['{o}:a', 1]], 'cy', 'o-4')
+      .exec();
+    assert.deepEqual({ ...plainOrder(piped[0][1]), deadline: piped[0][1].deadline > 0 }, {
+      taken: true, lines: [bought(3), bought(0)], deadline: true,
+    });
+    assert.equal(piped[1][1].confirmed, true);
+    expectSeckillError(piped[2][0], InvalidArgumentError, {
+      kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'a key appears on more than one line',
+    });
+
+    // Direct calls (not auto-pipelined: the first argument is not a key), with and without a wait.
+    const [flat, durable] = await Promise.all([
+      redis.seckillOrder([['{o}:a', 1]], 'dee', 'o-5', { hold: 600 }),
+      redis.seckill.order([['{o}:a', 1]], 'eve', 'o-6', { hold: 600, waitReplicas: 0 }),
+    ]);
+    assert.deepEqual(plainOrder(flat).lines.length, 1);
+    assert.deepEqual([durable.result.taken, durable.replicas, durable.durable], [true, 0, true]);
+    const confirmed = await redis.seckill.confirmOrder(['{o}:a'], 'o-6', { waitReplicas: 1, waitTimeoutMs: 10 });
+    assert.deepEqual([confirmed.result.lines, confirmed.replicas, confirmed.durable], [[ConfirmOutcome.CONFIRMED], 0, false]);
+    const back = await redis.seckillRefundOrder(['{o}:a'], 'o-6', { waitReplicas: 0 });
+    assert.deepEqual(plainRefunds(back.result), [refunded(1)]);
+    assert.throws(() => redis.pipeline().seckill.refundOrder(['{o}:a'], 'o-6', { waitReplicas: 0 }), TypeError);
+    const err = await redis.seckill.order([['{o}:a', 2]], 'dee', 'o-5').catch((e) => e);
+    assert.ok(err instanceof RequestIdConflictError, String(err));
+    assert.equal(await redis.seckill.get('{o}:a'), 2); // 5 - cy's 2 - dee's 1
+  });
+}
 
 for (const [name, options] of Object.entries({
   RESP2: { protocol: 2 },

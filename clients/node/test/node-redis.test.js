@@ -6,8 +6,8 @@ const assert = require('node:assert/strict');
 const { createClient, RESP_TYPES } = require('redis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, holdsScenario, splitScenario, errorsScenario, expectSeckillError,
-  plain, bought, rejected, plainRefund, refunded, notRefunded, FAR,
+  commandsScenario, scanScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
+  plain, bought, rejected, plainRefund, refunded, notRefunded, plainOrder, plainConfirmation, plainRefunds, FAR,
 } = require('./helpers/suite');
 const {
   seckill, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, ItemInfo, Hold, Transfer, SeckillError,
@@ -119,6 +119,74 @@ test('every fate of a hold and the deadline of deduct: the same typed values und
   assert.ok(transcripts.RESP2.length > 20, `${transcripts.RESP2.length} values`);
   for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
 });
+
+test('orders of several items (order, confirmOrder, refundOrder): the same typed values under RESP2, RESP3 and other type mappings', async (t) => {
+  const transcripts = {};
+  const configs = {
+    RESP2: (c) => c,
+    RESP3: (c) => c,
+    'RESP3 mapped': (c) => c.withTypeMapping({
+      [RESP_TYPES.NUMBER]: BigInt,
+      [RESP_TYPES.BLOB_STRING]: Buffer,
+      [RESP_TYPES.SIMPLE_STRING]: Buffer,
+      [RESP_TYPES.MAP]: Map,
+    }),
+    'RESP2 strings': (c) => c.withTypeMapping({ [RESP_TYPES.NUMBER]: String }),
+  };
+  for (const [name, map] of Object.entries(configs)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const client = map(await connect({ RESP: name.startsWith('RESP3') ? 3 : 2 }));
+      transcripts[name] = await ordersScenario(client.seckill, admin);
+    });
+  }
+  assert.ok(transcripts.RESP2.length > 20, `${transcripts.RESP2.length} values`);
+  for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
+});
+
+for (const RESP of [2, 3]) {
+  test(`RESP${RESP}: orders in MULTI/EXEC and pipelines, with keyPrefix, and with a wait through seckillOf`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP, keyPrefix: 'app:' });
+    const lines = [['{o}:a', 2], ['{o}:b', 1]];
+    const tx = await client.multi()
+      .seckill.init('{o}:a', 5)
+      .seckill.init('{o}:b', 1)
+      .seckill.order(lines, 'ann', 'o-1', { holdUntil: FAR })
+      .seckill.order(lines, 'bob', 'o-2')
+      .seckill.confirmOrder(lines, 'o-1')
+      .seckill.refundOrder(['{o}:a', '{o}:b'], 'o-1')
+      .exec();
+    assert.deepEqual(tx.slice(0, 2), [true, true]);
+    assert.deepEqual(plainOrder(tx[2]), { taken: true, lines: [bought(3), bought(0)], deadline: FAR });
+    assert.deepEqual(plainOrder(tx[3]), { taken: false, lines: [null, rejected(Outcome.SOLD_OUT)], deadline: null });
+    assert.deepEqual(plainConfirmation(tx[4]), { confirmed: true, lines: [ConfirmOutcome.CONFIRMED, ConfirmOutcome.CONFIRMED] });
+    assert.deepEqual(plainRefunds(tx[5]), [refunded(2), refunded(1)]);
+    // keyPrefix went on every key of every line.
+    assert.deepEqual([await admin('SECKILL.GET', 'app:{o}:a'), await admin('EXISTS', '{o}:a', '{o}:b')], [5, 0]);
+    assert.equal((await admin('SECKILL.STATUS', 'app:{o}:b', 'o-1'))[1], 'refunded');
+
+    const piped = await client.multi()
+      .seckill.order(lines, 'cy', 'o-3', { hold: 600 })
+      .seckill.confirmOrder(lines, 'o-3')
+      .execAsPipeline();
+    assert.deepEqual({ ...plainOrder(piped[0]), deadline: piped[0].deadline > 0 }, { taken: true, lines: [bought(3), bought(0)], deadline: true });
+    assert.equal(piped[1].confirmed, true);
+
+    // A wait is seckillOf's (one pipeline with WAIT); the module's call refuses it.
+    const sk = seckillOf(client);
+    const durable = await sk.order([['{o}:a', 1]], 'dee', 'o-4', { hold: 600, waitReplicas: 0 });
+    assert.deepEqual([plainOrder(durable.result).lines, durable.replicas, durable.durable], [[bought(2)], 0, true]);
+    const confirmed = await sk.confirmOrder([['{o}:a', 1]], 'o-4', { waitReplicas: 0 });
+    assert.deepEqual([confirmed.result.lines, confirmed.durable], [[ConfirmOutcome.CONFIRMED], true]);
+    const back = await sk.refundOrder(['{o}:a'], 'o-4', { waitReplicas: 1, waitTimeoutMs: 10 });
+    assert.deepEqual([plainRefunds(back.result), back.replicas, back.durable], [[refunded(1)], 0, false]);
+    await assert.rejects(client.seckill.order([['{o}:a', 1]], 'dee', 'o-5', { waitReplicas: 0 }), TypeError);
+    assert.deepEqual(plainOrder(await sk.order([['{o}:a', 1]], 'dee', 'o-4')), {
+      taken: false, lines: [rejected(Outcome.CANCELLED)], deadline: null,
+    });
+  });
+}
 
 for (const RESP of [2, 3]) {
   test(`RESP${RESP}: SplitItem over a node-redis client`, async () => {

@@ -8,8 +8,9 @@ const {
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError,
   NoPermissionError, InvalidArgumentError, UnavailableError, ErrorKind, DeductResult, Durable, Outcome, ItemInfo,
   UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, RefundOutcome, RefundResult, SettleOutcome, Transfer,
-  SplitItem, fnv1a32, seckill, RequestStatus, BuyerRecord, RequestRecord, ScanPage,
+  SplitItem, fnv1a32, seckill, RequestStatus, BuyerRecord, RequestRecord, ScanPage, OrderResult, OrderConfirmation, CartSaga,
 } = require('..');
+const { createClient } = require('redis');
 const { COMMANDS } = require('../lib/commands');
 
 const CASES = [
@@ -118,8 +119,11 @@ test('a wait is read from the options of deduct, confirm and refund, 1000 ms by 
   assert.throws(() => build('refund', 'k', 'h1', { waitReplicas: '1' }), TypeError);
   assert.throws(() => build('refund', 'k', 'h1', { waitReplica: 1 }), /unknown option 'waitReplica'/);
   assert.throws(() => build('deduct', 'k', 'u', 1, { waitReplicas: 1, waitTimeoutMs: -5 }), RangeError);
-  // The other commands take no wait.
-  assert.equal(COMMANDS.filter((c) => c.waitsAt).map((c) => c.method).join(), 'deduct,confirm,refund');
+  // The order commands take one too; the other commands take none.
+  assert.equal(COMMANDS.filter((c) => c.waitsAt).map((c) => c.method).join(), 'deduct,confirm,refund,order,confirmOrder,refundOrder');
+  assert.deepEqual(build('order', [['k', 1]], 'u', 'r', { hold: 5, waitReplicas: 1 }).wait, { replicas: 1, timeoutMs: 1000 });
+  assert.deepEqual(build('confirmOrder', ['k'], 'r', { waitReplicas: 1, waitTimeoutMs: 5 }).wait, { replicas: 1, timeoutMs: 5 });
+  assert.deepEqual(build('refundOrder', ['k'], 'r', { waitReplicas: 0 }).wait, { replicas: 0, timeoutMs: 1000 });
 
   const durable = Durable.fromReplies(ConfirmOutcome.CONFIRMED, '1', 1);
   assert.ok(Object.isFrozen(durable));
@@ -316,4 +320,90 @@ test('scan replies of every string and integer mapping give the same records', (
   assert.deepEqual(build('k', 18446744073709551615n, { count: 5 }).args, ['k', '18446744073709551615', 'COUNT', '5']);
   assert.throws(() => build('k', '0', { cnt: 5 }), TypeError);
   assert.throws(() => build('k', 2 ** 64), RangeError);
+});
+
+test('order, confirmOrder and refundOrder: the count, then each key (keys for routing and keyPrefix), DETAIL, WITHDEADLINE with a hold', () => {
+  const build = (method, ...args) => COMMANDS.find((c) => c.method === method).build(...args);
+  assert.deepEqual(build('order', [['{c}:a', 2], { key: '{c}:b', qty: 1n }, { key: '{c}:c' }, ['{c}:d']], 'ann', 'o-1'), {
+    args: ['4', '{c}:a', '2', '{c}:b', '1', '{c}:c', '1', '{c}:d', '1', 'ann', 'o-1'], keys: [1, 3, 5, 7], wait: undefined,
+  });
+  assert.deepEqual(build('order', [['a', 1]], 7, 8n, { hold: 60 }).args, ['1', 'a', '1', '7', '8', 'HOLD', '60', 'WITHDEADLINE']);
+  assert.deepEqual(build('order', [['a', '3']], 'u', 'r', { holdUntil: new Date(5000) }).args,
+    ['1', 'a', '3', 'u', 'r', 'HOLDUNTIL', '5000', 'WITHDEADLINE']);
+  assert.deepEqual(build('order', [[Buffer.from([0xff]), 1]], 'u', 'r').args[1], Buffer.from([0xff]));
+  assert.deepEqual(build('confirmOrder', ['{c}:a', '{c}:b'], 'o-1'), { args: ['2', '{c}:a', '{c}:b', 'o-1', 'DETAIL'], keys: [1, 2], wait: undefined });
+  // The lines given to order stand for their keys.
+  assert.deepEqual(build('refundOrder', [['{c}:a', 2], { key: '{c}:b' }], 'o-1').args, ['2', '{c}:a', '{c}:b', 'o-1', 'DETAIL']);
+  for (const bad of [[], 'a', [null], [5], [['a', 1, 2]], [{ key: 'a', qtty: 1 }], [{ qty: 1 }], [[]]]) {
+    assert.throws(() => build('order', bad, 'u', 'r'), TypeError, JSON.stringify(bad));
+  }
+  assert.throws(() => build('order', [['a', 1.5]], 'u', 'r'), RangeError);
+  assert.throws(() => build('order', [['a', 1]], 'u'), /order needs a request id/);
+  assert.throws(() => build('order', [['a', 1]], null, 'r'), TypeError);
+  assert.throws(() => build('order', [['a', 1]], 'u', 'r', { requestId: 'r' }), /unknown option 'requestId'/);
+  assert.throws(() => build('confirmOrder', [], 'r'), TypeError);
+  assert.throws(() => build('refundOrder', ['a'], undefined), /refundOrder needs a request id/);
+  assert.throws(() => build('refundOrder', ['a'], 'r', { hold: 1 }), /unknown option 'hold'/);
+});
+
+test('order replies: the lines, with or without a deadline; nil lines; every integer mapping', () => {
+  const FAR = 4102444800000;
+  const parse = COMMANDS.find((c) => c.method === 'order').parse;
+  const view = (r) => [r.taken, r.ok, r.lines.map((l) => (l === null ? null : [l.outcome, l.stock, l.deadline])), r.deadline];
+  for (const [reply, deadline] of [[[4, 0], null], [[[4, 0], FAR], FAR], [[['4', '0'], String(FAR)], FAR], [[[4n, 0n], BigInt(FAR)], FAR],
+    [[[Buffer.from('4'), Buffer.from('0')], null], null], [[[4, 0], undefined], null]]) {
+    const r = parse(reply);
+    assert.ok(r instanceof OrderResult && Object.isFrozen(r) && Object.isFrozen(r.lines));
+    assert.deepEqual(view(r), [true, true, [[Outcome.BOUGHT, 4, deadline], [Outcome.BOUGHT, 0, deadline]], deadline]);
+  }
+  // Refused: each refusing line's outcome, null for the lines that would have been taken.
+  assert.deepEqual(view(parse([null, -1, null])), [false, false, [null, [Outcome.SOLD_OUT, null, null], null], null]);
+  assert.deepEqual(view(parse([[-2, -3, -5, -6, null], null])), [false, false, [
+    [Outcome.LIMIT_REACHED, null, null], [Outcome.NO_ITEM, null, null], [Outcome.NOT_STARTED, null, null], [Outcome.ENDED, null, null], null,
+  ], null]);
+  // A replay after a line was given back: that line CANCELLED, the order not taken.
+  assert.deepEqual(view(parse([[1, -4], FAR])), [false, false, [[Outcome.BOUGHT, 1, FAR], [Outcome.CANCELLED, null, null]], FAR]);
+  assert.deepEqual(view(parse([null])), [false, false, [null], null]);
+  assert.throws(() => parse(3), /unexpected reply to SECKILL.MDEDUCT/);
+  assert.throws(() => parse([[1], 2, 3]), /unexpected reply to SECKILL.MDEDUCT/);
+  assert.throws(() => parse([-7]), /unexpected reply to SECKILL.MDEDUCT/);
+});
+
+test('confirmOrder and refundOrder replies', () => {
+  const confirm = COMMANDS.find((c) => c.method === 'confirmOrder').parse;
+  const view = (c) => [c.confirmed, c.ok, c.lines];
+  const paid = confirm([1, '0', 1n]);
+  assert.ok(paid instanceof OrderConfirmation && Object.isFrozen(paid) && Object.isFrozen(paid.lines));
+  assert.deepEqual(view(paid), [true, true, [ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL, ConfirmOutcome.CONFIRMED]]);
+  assert.deepEqual(view(confirm([null, -8, null])), [false, false, [null, ConfirmOutcome.LAPSED, null]]);
+  assert.deepEqual(view(confirm([-7, -9, -3, -4])), [false, false, [
+    ConfirmOutcome.REFUNDED, ConfirmOutcome.UNKNOWN_REQUEST, ConfirmOutcome.NO_ITEM, ConfirmOutcome.CANCELLED,
+  ]]);
+  assert.throws(() => confirm(1), /unexpected reply to SECKILL.MCONFIRM/);
+  assert.throws(() => confirm([2]), /unexpected reply to SECKILL.MCONFIRM/);
+
+  const refund = COMMANDS.find((c) => c.method === 'refundOrder').parse;
+  const refunds = refund([2, '0', -7n, -8, -9, -3]);
+  assert.ok(Object.isFrozen(refunds) && refunds.every((r) => r instanceof RefundResult));
+  assert.deepEqual(refunds.map((r) => [r.outcome, r.units]), [
+    [RefundOutcome.REFUNDED, 2], [RefundOutcome.NOTHING, null], [RefundOutcome.ALREADY_REFUNDED, null],
+    [RefundOutcome.LAPSED, null], [RefundOutcome.UNKNOWN_REQUEST, null], [RefundOutcome.NO_ITEM, null],
+  ]);
+  assert.throws(() => refund(1), /unexpected reply to SECKILL.MREFUND/);
+  assert.throws(() => refund([-4]), /unexpected reply to SECKILL.REFUND/);
+});
+
+test('CartSaga checks its client and arguments before sending anything', async () => {
+  assert.throws(() => new CartSaga({}), /CartSaga needs a client with the seckill commands/);
+  // A client never connected: a call that got as far as sending would fail with the client's own error.
+  const client = createClient({ modules: { seckill } });
+  const saga = new CartSaga(client);
+  assert.equal(saga.client, client);
+  await assert.rejects(saga.place('c', 'u', [], 60), TypeError);
+  await assert.rejects(saga.place('c', 'u', [['a', 1]]), /holdSeconds must be an integer/);
+  await assert.rejects(saga.place(null, 'u', [['a', 1]], 60), /cartId must be a string/);
+  await assert.rejects(saga.place('c', 'u', [['a', 0.5]], 60), RangeError);
+  await assert.rejects(saga.confirm('c', []), TypeError);
+  await assert.rejects(saga.cancel(undefined, ['a']), /cartId must be a string/);
+  await assert.rejects(saga.place('c', 'u', [['a', 1]], 60), (err) => !(err instanceof TypeError) && !(err instanceof RangeError));
 });

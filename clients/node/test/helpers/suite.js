@@ -9,6 +9,7 @@ const {
   Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, RefundResult, Hold, Transfer, ItemInfo, UNLIMITED, UNLIMITED_STOCK,
   SeckillError, RequestIdConflictError, OrderStreamError, ItemFullError, WrongTypeError, NoPermissionError,
   InvalidArgumentError, ErrorKind, SplitItem, RequestStatus, BuyerRecord, RequestRecord, ScanPage, OrderState,
+  OrderResult, OrderConfirmation,
 } = require('../..');
 
 const FAR = 4102444800000; // 2100-01-01, Unix ms
@@ -599,6 +600,167 @@ async function holdsScenario(sk, admin) {
   return t;
 }
 
+// An OrderResult as plain data: each line as plain() gives it (no
+// deadline: a line's is the order's, checked apart), or null.
+function plainOrder(r) {
+  assert.ok(r instanceof OrderResult, `an OrderResult, got ${r}`);
+  assert.ok(Object.isFrozen(r) && Object.isFrozen(r.lines));
+  assert.equal(r.ok, r.taken);
+  for (const line of r.lines) {
+    if (line !== null) assert.equal(line.deadline, line.bought ? r.deadline : null);
+  }
+  return { taken: r.taken, lines: r.lines.map((line) => (line === null ? null : plain(line))), deadline: r.deadline };
+}
+
+function plainConfirmation(c) {
+  assert.ok(c instanceof OrderConfirmation, `an OrderConfirmation, got ${c}`);
+  assert.ok(Object.isFrozen(c) && Object.isFrozen(c.lines));
+  assert.equal(c.ok, c.confirmed);
+  return { confirmed: c.confirmed, lines: c.lines };
+}
+
+const plainRefunds = (rs) => {
+  assert.ok(Array.isArray(rs) && Object.isFrozen(rs));
+  return rs.map(plainRefund);
+};
+
+// An order of several items (SECKILL.MDEDUCT, MCONFIRM, MREFUND) through
+// order, confirmOrder and refundOrder: every line or none, each line's
+// refusal, replays, the one deadline of a held order, a lapsed line that
+// refuses the confirmation, refunds, errors. The items share a hash tag.
+// The transcript holds no figure that changes from run to run.
+async function ordersScenario(sk, admin) {
+  const t = [];
+  const log = (v) => { t.push(v); return v; };
+  const phone = '{drop:1}:phone';
+  const kase = '{drop:1}:case';
+  const cable = '{drop:1}:cable';
+  const charger = '{drop:1}:charger';
+  const later = '{drop:1}:later';
+  const missing = '{drop:1}:missing';
+  assert.equal(await sk.init(phone, 2), true);
+  assert.equal(await sk.init(kase, 1, { limit: 1 }), true);
+  assert.equal(await sk.init(cable, 5, { limit: 1 }), true);
+  assert.equal(await sk.init(charger, 3), true);
+  assert.equal(await sk.init(later, 5, { start: FAR }), true);
+
+  // Held until a time: every line taken, with one deadline; STATUS sees an
+  // ordinary hold on each item.
+  const held = await sk.order([[phone, 1], { key: kase, qty: 1 }], 'lena', 'order-50', { holdUntil: FAR });
+  assert.deepEqual(log(plainOrder(held)), { taken: true, lines: [bought(1), bought(0)], deadline: FAR });
+  for (const key of [phone, kase]) {
+    assert.deepEqual({ ...(await sk.status(key, 'order-50')) }, { status: RequestStatus.HELD, user: 'lena', qty: 1, deadline: FAR });
+  }
+  // A retry gets the first reply and takes nothing more.
+  assert.deepEqual(log(plainOrder(await sk.order([[phone, 1], [kase]], 'lena', 'order-50', { holdUntil: FAR }))), plainOrder(held));
+  assert.equal(log(await sk.get(phone)), 1);
+
+  // Refused: the line that refuses says why, the others are null, and nothing is taken.
+  const soldOut = await sk.order([[phone, 1], [kase, 1]], 'mo', 'order-51', { hold: 600 });
+  assert.deepEqual(log(plainOrder(soldOut)), { taken: false, lines: [null, rejected(Outcome.SOLD_OUT)], deadline: null });
+  assert.equal(log(await sk.get(phone)), 1);
+  assert.equal((await sk.status(phone, 'order-51')).status, RequestStatus.UNKNOWN);
+  // Several refusals at once: each refusing line's own outcome.
+  const refusals = await sk.order([[cable, 2], [missing, 1], [later, 1], [phone, 1]], 'nat', 'order-52', { hold: 600 });
+  assert.deepEqual(log(plainOrder(refusals)), {
+    taken: false,
+    lines: [rejected(Outcome.LIMIT_REACHED), rejected(Outcome.NO_ITEM), rejected(Outcome.NOT_STARTED), null],
+    deadline: null,
+  });
+
+  // Without a hold: bought at once, no deadline; final already.
+  const bundle = await sk.order([[phone, 1], [cable, 1]], 'omar', 'order-53');
+  assert.deepEqual(log(plainOrder(bundle)), { taken: true, lines: [bought(0), bought(4)], deadline: null });
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([phone, cable], 'order-53'))), {
+    confirmed: true, lines: [ConfirmOutcome.ALREADY_FINAL, ConfirmOutcome.ALREADY_FINAL],
+  });
+
+  // Paid: confirmed whole, then final; a replay of the order confirmed since has no deadline.
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([phone, kase], 'order-50'))), {
+    confirmed: true, lines: [ConfirmOutcome.CONFIRMED, ConfirmOutcome.CONFIRMED],
+  });
+  // The order's lines may stand for its keys.
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([[phone, 1], { key: kase }], 'order-50'))), {
+    confirmed: true, lines: [ConfirmOutcome.ALREADY_FINAL, ConfirmOutcome.ALREADY_FINAL],
+  });
+  assert.deepEqual(log(plainOrder(await sk.order([[phone, 1], [kase, 1]], 'lena', 'order-50', { holdUntil: FAR }))), {
+    taken: true, lines: [bought(1), bought(0)], deadline: null,
+  });
+  for (const key of [phone, kase]) assert.equal((await sk.status(key, 'order-50')).status, RequestStatus.CONFIRMED);
+
+  // Held for 600 s: one deadline about 600 s from the server's clock, STATUS's on every line.
+  const lapsing = await sk.order([[cable, 1], [charger, 2]], 'pia', 'order-54', { hold: 600 });
+  assert.deepEqual(log({ ...plainOrder(lapsing), deadline: 'checked' }), {
+    taken: true, lines: [bought(3), bought(1)], deadline: 'checked',
+  });
+  const [seconds] = await admin('TIME');
+  assert.ok(Math.abs(lapsing.deadline - (Number(seconds) * 1000 + 600000)) < 5000, `deadline ${lapsing.deadline}`);
+  for (const key of [cable, charger]) assert.equal((await sk.status(key, 'order-54')).deadline, lapsing.deadline);
+  // One line lapses (SECKILL.RELEASE): the payment confirms nothing, so
+  // never half the order; the lapsed line says why, the other is null.
+  assert.equal(await admin('SECKILL.RELEASE', charger, 'order-54'), 1);
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([cable, charger], 'order-54'))), {
+    confirmed: false, lines: [null, ConfirmOutcome.LAPSED],
+  });
+  assert.equal((await sk.status(cable, 'order-54')).status, RequestStatus.HELD);
+  // Refunded whole: the held line gives its unit back, the lapsed one had.
+  assert.deepEqual(log(plainRefunds(await sk.refundOrder([cable, charger], 'order-54'))), [
+    refunded(1), notRefunded(RefundOutcome.LAPSED),
+  ]);
+  // A retry of an order given back takes nothing again.
+  assert.deepEqual(log(plainOrder(await sk.order([[cable, 1], [charger, 2]], 'pia', 'order-54', { hold: 600 }))), {
+    taken: false, lines: [rejected(Outcome.CANCELLED), rejected(Outcome.CANCELLED)], deadline: null,
+  });
+
+  // A paid order refunded, then again; a confirmation after it is refused.
+  assert.deepEqual(log(plainRefunds(await sk.refundOrder([phone, kase], 'order-50'))), [refunded(1), refunded(1)]);
+  assert.deepEqual(log(plainRefunds(await sk.refundOrder([phone, kase], 'order-50'))), [
+    notRefunded(RefundOutcome.ALREADY_REFUNDED), notRefunded(RefundOutcome.ALREADY_REFUNDED),
+  ]);
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([phone, kase], 'order-50'))), {
+    confirmed: false, lines: [ConfirmOutcome.REFUNDED, ConfirmOutcome.REFUNDED],
+  });
+  // An id the items never saw, and an item that does not exist.
+  assert.deepEqual(log(plainConfirmation(await sk.confirmOrder([phone, missing], 'never-used'))), {
+    confirmed: false, lines: [ConfirmOutcome.UNKNOWN_REQUEST, ConfirmOutcome.NO_ITEM],
+  });
+  assert.deepEqual(log(plainRefunds(await sk.refundOrder([phone, missing], 'never-used'))), [
+    notRefunded(RefundOutcome.UNKNOWN_REQUEST), notRefunded(RefundOutcome.NO_ITEM),
+  ]);
+
+  // Errors: the server's, typed; nothing changes.
+  const conflict = (message) => ({ kind: ErrorKind.REQUEST_ID_CONFLICT, code: 'ERR', message });
+  const invalid = (message) => ({ kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message });
+  expectSeckillError(await rejectsWith(sk.order([[charger, 1], [phone, 1]], 'omar', 'order-53')), RequestIdConflictError,
+    conflict('request id was already used for an order of other items'));
+  expectSeckillError(await rejectsWith(sk.order([[phone, 1], [cable, 2]], 'omar', 'order-53')), RequestIdConflictError,
+    conflict('request id was already used by another user or for another quantity'));
+  expectSeckillError(await rejectsWith(sk.order([[phone, 1], [cable, 1]], 'zed', 'order-53')), RequestIdConflictError,
+    conflict('request id was already used by another user or for another quantity'));
+  expectSeckillError(await rejectsWith(sk.order([[charger, 1], [charger, 1]], 'zed', 'order-55')), InvalidArgumentError,
+    invalid('a key appears on more than one line'));
+  const tooMany = Array.from({ length: 65 }, (_, i) => [`{drop:1}:k${i}`, 1]);
+  expectSeckillError(await rejectsWith(sk.order(tooMany, 'zed', 'order-55')), InvalidArgumentError, invalid('numlines must be 1 to 64'));
+  expectSeckillError(await rejectsWith(sk.confirmOrder(tooMany, 'order-55')), InvalidArgumentError, invalid('numkeys must be 1 to 64'));
+  expectSeckillError(await rejectsWith(sk.order([[charger, 0]], 'zed', 'order-55')), InvalidArgumentError,
+    invalid('value is out of range, must be positive'));
+  // Checked before anything is sent.
+  await assert.rejects(sk.order([], 'zed', 'order-55'), TypeError);
+  await assert.rejects(sk.order([[charger, 1]], 'zed'), TypeError);
+  await assert.rejects(sk.order([[charger, 1.5]], 'zed', 'order-55'), RangeError);
+  await assert.rejects(sk.order([{ item: charger }], 'zed', 'order-55'), TypeError);
+  await assert.rejects(sk.order([charger], 'zed', 'order-55'), TypeError);
+  await assert.rejects(sk.order([[charger, 1]], 'zed', 'order-55', { requestId: 'x' }), TypeError);
+  await assert.rejects(sk.confirmOrder([], 'order-55'), TypeError);
+  await assert.rejects(sk.refundOrder(charger, 'order-55'), TypeError);
+
+  // Where the units are: 2 - omar's; 1 - lena's + her refund; 5 - omar's; 3.
+  assert.deepEqual(log(await Promise.all([phone, kase, cable, charger].map((k) => sk.get(k)))), [1, 1, 4, 3]);
+  assert.equal(await sk.bought(phone, 'lena'), 0);
+  assert.equal(await sk.bought(cable, 'omar'), 1);
+  return t;
+}
+
 // SECKILL.SCAN: `sk` is seckillOf(client), with scan and scanIterator.
 async function scanScenario(sk, admin) {
   const plainRecord = (r) => {
@@ -694,7 +856,7 @@ async function scanScenario(sk, admin) {
 }
 
 module.exports = {
-  scanScenario, holdsScenario,
+  scanScenario, holdsScenario, ordersScenario, plainOrder, plainConfirmation, plainRefunds,
   FAR, commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
   plainRefund, refunded, notRefunded,
 };

@@ -7,6 +7,7 @@ import {
   SeckillError, RequestIdConflictError, UNLIMITED, UNLIMITED_STOCK, ErrorKind,
   SettleOutcome, Transfer, SplitItem, fnv1a32, seckillOf, Durable, UnavailableError,
   RequestStatus, ScanPage, ScanRecord, BuyerRecord, RequestRecord, OrderState, RefundOutcome, RefundResult,
+  OrderResult, OrderConfirmation, OrderLine, CartSaga, CartPlacement, CartConfirmation,
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
@@ -106,6 +107,40 @@ async function nodeRedis(): Promise<void> {
   new SplitItem(createClient(), parts);
   console.log(shares, i, d, co, rf, b, total, infos, h, split.parts[0]);
 
+  // Orders of several items (one hash tag), and a cart across shards.
+  const lines: OrderLine[] = [['{c}:phone', 1], { key: '{c}:case', qty: 2n }, { key: '{c}:cable' }];
+  const ordered: OrderResult = await client.seckill.order(lines, 'alice', 'order-7', { hold: 900 });
+  const wholeOrder: boolean = ordered.taken && ordered.ok;
+  const firstLine: DeductResult | null = ordered.lines[0];
+  const orderDeadline: number | null = ordered.deadline;
+  await client.seckill.order([['{c}:phone', 1]], 'alice', 'order-8', { holdUntil: new Date() });
+  const oc: OrderConfirmation = await client.seckill.confirmOrder(['{c}:phone', '{c}:case'], 'order-7');
+  const lineOutcome: ConfirmOutcome | null = oc.lines[1];
+  await client.seckill.confirmOrder(lines, 'order-7');
+  const ors: RefundResult[] = await cluster.seckill.refundOrder(lines, 'order-7');
+  const durableOrder: Durable<OrderResult> = await sk.order(lines, 'alice', 'order-9', { hold: 60, waitReplicas: 1 });
+  const durableConfirm: Durable<OrderConfirmation> = await sk.confirmOrder(lines, 'order-9', { waitReplicas: 1 });
+  const durableRefund: Durable<RefundResult[]> = await sk.refundOrder(lines, 'order-9', { waitReplicas: 1 });
+  const orderTx = await client.multi().seckill.order(lines, 'bob', 'order-10').seckill.confirmOrder(lines, 'order-10').exec();
+  // @ts-expect-error an order needs its request id
+  await client.seckill.order(lines, 'alice');
+  // @ts-expect-error unknown option
+  await client.seckill.order(lines, 'alice', 'o', { requestId: 'x' });
+  // @ts-expect-error a line is [key, qty] or { key, qty }
+  await client.seckill.order([{ item: '{c}:phone' }], 'alice', 'o');
+  // @ts-expect-error the module's own call sends one command, so it takes no wait
+  await client.seckill.confirmOrder(lines, 'o', { waitReplicas: 1 });
+  const saga = new CartSaga(cluster);
+  const placement: CartPlacement = await saga.place('cart-1', 'alice', [['{a}:phone', 1], ['{b}:case', 1]], 900);
+  if (!placement.placed) console.log(placement.refusedLine, placement.refusal === Outcome.SOLD_OUT, placement.refunds.length);
+  const payBy2: number | null = placement.deadline;
+  const paid2: CartConfirmation = await saga.confirm('cart-1', ['{a}:phone', '{b}:case']);
+  if (!paid2.paid) console.log(paid2.failedLine, paid2.failure === ConfirmOutcome.LAPSED, paid2.refunds[0].units);
+  const cancelled: readonly RefundResult[] = await new CartSaga(client).cancel('cart-1', [['{a}:phone', 1]]);
+  // @ts-expect-error place needs the hold's seconds
+  await saga.place('cart-1', 'alice', [['{a}:phone', 1]]);
+  console.log(wholeOrder, firstLine, orderDeadline, lineOutcome, ors, durableOrder, durableConfirm, durableRefund, orderTx, payBy2, cancelled);
+
   // Scans: one page on the module, the iterator through seckillOf.
   const page: ScanPage = await client.seckill.scan('sku:1', '0', { count: 100 });
   const next: string = page.cursor;
@@ -169,6 +204,12 @@ async function ioredis(): Promise<void> {
   const flatScan: ScanPage = await redis.seckillScan('sku:1', 0);
   for await (const rec of redis.seckill.scanIterator('sku:1')) console.log(rec.type, flatScan.cursor);
   await redis.pipeline().seckill.scan('sku:1', '0').exec();
+  const io: OrderResult = await cluster.seckill.order([['{c}:a', 1], ['{c}:b', 2]], 'alice', 'o-1', { hold: 60 });
+  const ioFlat: OrderConfirmation = await redis.seckillConfirmOrder(['{c}:a', '{c}:b'], 'o-1');
+  const ioWait: Durable<RefundResult[]> = await redis.seckill.refundOrder(['{c}:a', '{c}:b'], 'o-1', { waitReplicas: 1 });
+  await redis.pipeline().seckill.order([['{c}:a', 1]], 'bob', 'o-2').seckillRefundOrder(['{c}:a'], 'o-2').exec();
+  const ioCart: CartPlacement = await new CartSaga(cluster).place('cart-2', 'bob', [{ key: '{a}:x', qty: 1 }], 60);
+  console.log(io, ioFlat, ioWait, ioCart);
 }
 
 function errors(err: unknown): void {
