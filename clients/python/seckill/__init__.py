@@ -3,12 +3,14 @@
 ``Seckill(r)`` wraps a ``redis.Redis``, a ``redis.RedisCluster`` or a pipeline of either; the
 asyncio twin is ``seckill.asyncio.Seckill``. Every SECKILL.* command is a method that returns a
 typed value and raises a typed ``SeckillError`` subclass. ``deduct``, ``confirm`` and ``refund``
-take ``wait_replicas=`` to learn, in the same round trip, how many replicas have the write.
+(and ``order``, ``confirm_order`` and ``refund_order``, their twins for an order of several items
+on one shard) take ``wait_replicas=`` to learn, in the same round trip, how many replicas have
+the write. ``seckill.cart.Cart`` places an order whose items live on different shards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 import redis
@@ -19,7 +21,7 @@ import redis.cluster
 from redis.exceptions import ResponseError
 
 from . import commands
-from .commands import Key
+from .commands import Key, Lines
 from .errors import (
     ConnectionLostError,
     ErrorKind,
@@ -44,6 +46,8 @@ from .values import (
     Durable,
     Hold,
     ItemInfo,
+    OrderConfirmation,
+    OrderResult,
     OrderState,
     Outcome,
     RefundOutcome,
@@ -65,6 +69,11 @@ __all__ = [
     "SettleOutcome",
     "DeductResult",
     "RefundResult",
+    "OrderResult",
+    "OrderConfirmation",
+    "Cart",
+    "CartPlacement",
+    "CartPayment",
     "Durable",
     "Hold",
     "Transfer",
@@ -317,6 +326,96 @@ class Seckill:
         that."""
         return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
+    @overload
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> OrderResult: ...
+
+    @overload
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int,
+        wait_timeout_ms: int = 1000,
+    ) -> Durable[OrderResult]: ...
+
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> OrderResult | Durable[OrderResult]:
+        """SECKILL.MDEDUCT: buy (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) every
+        line of an order, or none. ``lines`` is ``(key, qty)`` pairs in order, or a mapping; in a
+        cluster the keys must share a slot (one hash tag).
+
+        An ``OrderResult``: ``taken``, one result per line (the stock left, the code of a line
+        that refused, None for a line that would have been taken), and with a hold its
+        ``deadline`` (sent with ``WITHDEADLINE``). A retried ``request_id`` gets the first reply
+        and changes nothing. With ``wait_replicas``, a ``Durable`` of the result.
+        """
+        return self._write(
+            commands.order(lines, user, request_id, hold=hold, hold_until=hold_until),
+            wait_replicas,
+            wait_timeout_ms,
+        )
+
+    @overload
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> OrderConfirmation: ...
+
+    @overload
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Durable[OrderConfirmation]: ...
+
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> OrderConfirmation | Durable[OrderConfirmation]:
+        """SECKILL.MCONFIRM: confirm every line of an order placed with ``order``, or none. Sent
+        with ``DETAIL``: an ``OrderConfirmation`` whose lines are ``CONFIRMED`` or
+        ``ALREADY_FINAL`` when ``confirmed``; else the refusing lines say ``REFUNDED``,
+        ``LAPSED``, ``UNKNOWN_REQUEST`` or ``NO_ITEM`` and the others are None. With
+        ``wait_replicas``, a ``Durable``."""
+        return self._write(commands.confirm_order(keys, request_id), wait_replicas, wait_timeout_ms)
+
+    @overload
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> list[RefundResult]: ...
+
+    @overload
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Durable[list[RefundResult]]: ...
+
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> list[RefundResult] | Durable[list[RefundResult]]:
+        """SECKILL.MREFUND: give back every line of an order that can be. Sent with ``DETAIL``: one
+        ``RefundResult`` per line, in order, as ``refund`` returns it. With ``wait_replicas``, a
+        ``Durable`` of the list."""
+        return self._write(commands.refund_order(keys, request_id), wait_replicas, wait_timeout_ms)
+
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> int | None:
         """SECKILL.ADD: the new stock, None if no item.
 
@@ -393,5 +492,6 @@ class Seckill:
         return self._call(commands.transfers(key))
 
 
-# split.py builds on Seckill, so it comes last.
+# split.py and cart.py build on Seckill, so they come last.
 from .split import SplitItem, fnv1a32  # noqa: E402
+from .cart import Cart, CartPayment, CartPlacement  # noqa: E402

@@ -2,7 +2,8 @@
 
 On a client, each method returns an awaitable of the typed value. On a pipeline, each method
 queues its command at once and returns the pipeline (awaiting it is optional, as in redis-py);
-``await Seckill.execute()`` runs the pipeline.
+``await Seckill.execute()`` runs the pipeline. ``SplitItem`` and ``Cart`` are the asyncio twins of
+``seckill.split.SplitItem`` and ``seckill.cart.Cart``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import redis.asyncio.cluster
 from redis.exceptions import ResponseError
 
 from . import commands
-from .commands import Key
+from .commands import Key, Lines
 from .errors import raise_typed
 from .pipelines import QueuedCommands
 from .replies import durable_result, register_response_callbacks
@@ -29,6 +30,8 @@ from .values import (
     Durable,
     Hold,
     ItemInfo,
+    OrderConfirmation,
+    OrderResult,
     OrderState,
     RefundResult,
     ScanRecord,
@@ -36,7 +39,7 @@ from .values import (
     Transfer,
 )
 
-__all__ = ["Seckill", "SplitItem"]
+__all__ = ["Seckill", "SplitItem", "Cart"]
 
 _PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
 _ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
@@ -256,6 +259,86 @@ class Seckill:
         see ``seckill.Seckill.refund``); with ``wait_replicas``, a ``Durable`` of that."""
         return self._write(commands.refund(key, request_id), wait_replicas, wait_timeout_ms)
 
+    @overload
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[OrderResult]: ...
+
+    @overload
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[Durable[OrderResult]]: ...
+
+    def order(
+        self,
+        lines: Lines,
+        user: Key,
+        request_id: Key,
+        *,
+        hold: int | None = None,
+        hold_until: int | None = None,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 1000,
+    ) -> Awaitable[OrderResult] | Awaitable[Durable[OrderResult]]:
+        """SECKILL.MDEDUCT: every line of an order (``(key, qty)`` pairs or a mapping, one hash
+        tag), or none; an ``OrderResult`` (see ``seckill.Seckill.order``); with
+        ``wait_replicas``, a ``Durable`` of it."""
+        return self._write(
+            commands.order(lines, user, request_id, hold=hold, hold_until=hold_until),
+            wait_replicas,
+            wait_timeout_ms,
+        )
+
+    @overload
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[OrderConfirmation]: ...
+
+    @overload
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Awaitable[Durable[OrderConfirmation]]: ...
+
+    def confirm_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[OrderConfirmation] | Awaitable[Durable[OrderConfirmation]]:
+        """SECKILL.MCONFIRM: confirm every line of an order, or none; an ``OrderConfirmation``
+        (sent with ``DETAIL``, see ``seckill.Seckill.confirm_order``)."""
+        return self._write(commands.confirm_order(keys, request_id), wait_replicas, wait_timeout_ms)
+
+    @overload
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[list[RefundResult]]: ...
+
+    @overload
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int, wait_timeout_ms: int = 1000
+    ) -> Awaitable[Durable[list[RefundResult]]]: ...
+
+    def refund_order(
+        self, keys: Sequence[Key], request_id: Key, *, wait_replicas: int | None = None, wait_timeout_ms: int = 1000
+    ) -> Awaitable[list[RefundResult]] | Awaitable[Durable[list[RefundResult]]]:
+        """SECKILL.MREFUND: give back every line of an order that can be; one ``RefundResult`` per
+        line (sent with ``DETAIL``)."""
+        return self._write(commands.refund_order(keys, request_id), wait_replicas, wait_timeout_ms)
+
     def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.ADD: the new stock, None if no item; with ``transfer_id``, receives moved units once."""
         return self._call(commands.add(key, qty, transfer_id))
@@ -408,3 +491,7 @@ class SplitItem:
     async def info(self) -> list[ItemInfo | None]:
         """Each part's ItemInfo, in order (None for a missing part)."""
         return list(await asyncio.gather(*(self._seckill.info(part) for part in self._parts)))
+
+
+# cart.py holds both carts; its asyncio one reaches this module's Seckill only when built.
+from .cart import AsyncCart as Cart  # noqa: E402

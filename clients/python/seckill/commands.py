@@ -7,16 +7,19 @@ error that becomes a typed SeckillError.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Union
 
 from .values import UNLIMITED
 
-__all__ = ["Arg", "Key"]
+__all__ = ["Arg", "Key", "Lines"]
 
 #: A key, user id, request id or stream key: bytes are sent as they are, str as UTF-8.
 Key = Union[str, bytes]
 Arg = Union[str, bytes]
 Args = tuple[Arg, ...]
+#: The lines of an order: ``(key, qty)`` pairs in order, or a mapping of key to quantity.
+Lines = Union[Mapping[Key, int], Iterable[tuple[Key, int]]]
 
 
 def _number(name: str, value: object) -> str:
@@ -85,6 +88,58 @@ def deduct(
         # A hold's buyer must be told when to pay by: the reply then carries the deadline too.
         args.append("WITHDEADLINE")
     return tuple(args)
+
+
+def order_lines(lines: Lines) -> list[tuple[Arg, str]]:
+    """The ``(key, qty)`` lines of an order, type-checked, in order. An order with no line is
+    refused here: a cluster client would have no key to route it by."""
+    if isinstance(lines, (str, bytes)):
+        raise TypeError("lines must be (key, qty) pairs or a mapping of key to qty, not one key")
+    pairs = lines.items() if isinstance(lines, Mapping) else lines
+    checked = []
+    for line in pairs:
+        if isinstance(line, (str, bytes)) or not isinstance(line, Sequence) or len(line) != 2:
+            raise TypeError(f"an order line must be a (key, qty) pair, not {line!r}")
+        key, qty = line
+        checked.append((_key("key", key), _number("qty", qty)))
+    if not checked:
+        raise ValueError("an order needs at least one line")
+    return checked
+
+
+def order_keys(keys: Iterable[Key]) -> list[Arg]:
+    """The keys of an order's lines, type-checked, in order (not one key: a str is iterable)."""
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("keys must be a list of key names, not one key")
+    checked = [_key("key", key) for key in keys]
+    if not checked:
+        raise ValueError("an order needs at least one key")
+    return checked
+
+
+def order(lines: Lines, user: Key, request_id: Key, *, hold: int | None, hold_until: int | None) -> Args:
+    checked = order_lines(lines)
+    args: list[Arg] = ["SECKILL.MDEDUCT", str(len(checked))]
+    for key, qty in checked:
+        args += (key, qty)
+    args += (_key("user", user), _key("request_id", request_id))
+    _option(args, "HOLD", "hold", hold)
+    _option(args, "HOLDUNTIL", "hold_until", hold_until)
+    if hold is not None or hold_until is not None:
+        # As with deduct: the buyer is told when to pay by, in the same reply.
+        args.append("WITHDEADLINE")
+    return tuple(args)
+
+
+def confirm_order(keys: Iterable[Key], request_id: Key) -> Args:
+    checked = order_keys(keys)
+    # DETAIL: a refused payment says which line was refunded, lapsed or unknown.
+    return ("SECKILL.MCONFIRM", str(len(checked)), *checked, _key("request_id", request_id), "DETAIL")
+
+
+def refund_order(keys: Iterable[Key], request_id: Key) -> Args:
+    checked = order_keys(keys)
+    return ("SECKILL.MREFUND", str(len(checked)), *checked, _key("request_id", request_id), "DETAIL")
 
 
 def wait(replicas: int, timeout_ms: int) -> Args:

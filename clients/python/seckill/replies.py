@@ -19,6 +19,8 @@ from .values import (
     Durable,
     Hold,
     ItemInfo,
+    OrderConfirmation,
+    OrderResult,
     OrderState,
     RefundResult,
     RequestRecord,
@@ -100,6 +102,34 @@ def refund_result(reply: Any) -> RefundResult:
     if isinstance(reply, RefundResult):
         return reply
     return RefundResult.from_reply(int(reply))
+
+
+def _codes(lines: Any) -> list[int | None]:
+    return [None if line is None else int(line) for line in lines]
+
+
+def order_result(reply: Any) -> OrderResult:
+    """MDEDUCT: one entry per line (a stock, a code, or nil for a line that would have been
+    taken), or ``[lines, deadline]`` when it was sent with WITHDEADLINE. A line is never an
+    array, so the two shapes cannot be mistaken for each other."""
+    if isinstance(reply, OrderResult):
+        return reply
+    if reply and isinstance(reply[0], (list, tuple)):
+        lines, deadline = reply
+        return OrderResult.from_reply(_codes(lines), None if deadline is None else int(deadline))
+    return OrderResult.from_reply(_codes(reply))
+
+
+def order_confirmation(reply: Any) -> OrderConfirmation:
+    """MCONFIRM: one code per line, nil on the lines that could have been confirmed."""
+    if isinstance(reply, OrderConfirmation):
+        return reply
+    return OrderConfirmation.from_reply(_codes(reply))
+
+
+def refund_results(reply: Any) -> list[RefundResult]:
+    """MREFUND: one REFUND reply per line."""
+    return [line if isinstance(line, RefundResult) else RefundResult.from_reply(int(line)) for line in reply]
 
 
 def settle_outcome(reply: Any) -> SettleOutcome:
@@ -220,6 +250,9 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.CONFIRM": _passing_errors(confirm_outcome),
     "SECKILL.RELEASE": _passing_errors(count_or_none),
     "SECKILL.REFUND": _passing_errors(refund_result),
+    "SECKILL.MDEDUCT": _passing_errors(order_result),
+    "SECKILL.MCONFIRM": _passing_errors(order_confirmation),
+    "SECKILL.MREFUND": _passing_errors(refund_results),
     "SECKILL.ADD": _passing_errors(count_or_none),
     "SECKILL.WINDOW": _passing_errors(true_or_none),
     "SECKILL.STREAM": _passing_errors(true_or_none),

@@ -15,6 +15,8 @@ __all__ = [
     "SettleOutcome",
     "DeductResult",
     "RefundResult",
+    "OrderResult",
+    "OrderConfirmation",
     "Hold",
     "Transfer",
     "ItemInfo",
@@ -151,6 +153,67 @@ class RefundResult:
     def from_reply(cls, reply: int) -> RefundResult:
         outcome = RefundOutcome.from_reply(reply)
         return cls(outcome, reply if outcome is RefundOutcome.REFUNDED else None)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderResult:
+    """The reply of ``SECKILL.MDEDUCT``: an order of several items, taken whole or not at all.
+
+    ``lines`` has one entry per line, in the order's order. When ``taken``, each is a
+    ``BOUGHT`` result whose ``stock`` is that item's remaining stock. When not, each line that
+    refused the order has its outcome (``SOLD_OUT``, ``LIMIT_REACHED``, ...) and each line that
+    would have been taken is None: nothing was taken. A replay of an order a line of which was
+    refunded since answers that line ``CANCELLED``, so ``taken`` is False then too.
+
+    ``deadline`` is the hold's deadline in Unix ms, one for every line, set when the order was
+    placed with a hold (or replays one still pending); the lines' own ``deadline`` is None.
+    """
+
+    taken: bool
+    lines: tuple[DeductResult | None, ...]
+    deadline: int | None = None
+
+    @property
+    def refused(self) -> dict[int, Outcome]:
+        """The lines that refused the order, by index: their outcomes (empty when ``taken``)."""
+        return {index: line.outcome for index, line in enumerate(self.lines) if line is not None and not line.ok}
+
+    @classmethod
+    def from_reply(cls, codes: list[int | None], deadline: int | None = None) -> OrderResult:
+        lines = tuple(None if code is None else DeductResult.from_reply(code) for code in codes)
+        return cls(all(line is not None and line.ok for line in lines), lines, deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderConfirmation:
+    """The reply of ``SECKILL.MCONFIRM``: an order confirmed whole, or not at all.
+
+    ``lines`` has one outcome per line, in order. When ``confirmed``, each is ``CONFIRMED``
+    (confirmed now) or ``ALREADY_FINAL``. When not, nothing was confirmed: each line that
+    refused has its outcome (``REFUNDED``, ``LAPSED``, ``UNKNOWN_REQUEST`` or ``NO_ITEM``), and
+    each line that could have been confirmed is None.
+    """
+
+    confirmed: bool
+    lines: tuple[ConfirmOutcome | None, ...]
+
+    @property
+    def refused(self) -> dict[int, ConfirmOutcome]:
+        """The lines that refused the confirmation, by index: their outcomes (empty when
+        ``confirmed``)."""
+        return {
+            index: line
+            for index, line in enumerate(self.lines)
+            if line is not None and line not in _CONFIRMED_OUTCOMES
+        }
+
+    @classmethod
+    def from_reply(cls, codes: list[int | None]) -> OrderConfirmation:
+        lines = tuple(None if code is None else ConfirmOutcome(code) for code in codes)
+        return cls(all(line in _CONFIRMED_OUTCOMES for line in lines), lines)
+
+
+_CONFIRMED_OUTCOMES = frozenset({ConfirmOutcome.CONFIRMED, ConfirmOutcome.ALREADY_FINAL})
 
 
 @dataclass(frozen=True, slots=True)

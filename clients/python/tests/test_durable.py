@@ -201,9 +201,14 @@ def test_a_refund_with_a_wait_is_on_the_replica_when_durable(
         # Sent again (say the reply was lost): nothing more is given back, and it is durable.
         again = RefundResult(RefundOutcome.ALREADY_REFUNDED)
         assert sk.refund(key, "o1", wait_replicas=1, wait_timeout_ms=DURABLE_MS) == Durable(again, 1, True)
+        # A refund the replica has not applied is not durable, and neither is its repeat: the
+        # repeat's WAIT waits for the first call, whatever connection it comes on.
+        sk.deduct(key, "bob", 2, request_id="o2")
         with paused(replica):
-            unknown = sk.refund(key, "o9", wait_replicas=1, wait_timeout_ms=SHORT_MS)
-        assert unknown == Durable(RefundResult(RefundOutcome.UNKNOWN_REQUEST), 0, False)
+            first = sk.refund(key, "o2", wait_replicas=1, wait_timeout_ms=SHORT_MS)
+            repeat = sk.refund(key, "o2", wait_replicas=1, wait_timeout_ms=SHORT_MS)
+        assert first == Durable(RefundResult(RefundOutcome.REFUNDED, 2), 0, False)
+        assert repeat == Durable(RefundResult(RefundOutcome.ALREADY_REFUNDED), 0, False)
 
 
 # --- a wait on the standalone test server, which has no replica ---------------------------------

@@ -1,9 +1,9 @@
 //! The same commands on async connections.
 
-use crate::command::{self, Deduct, Durably, Init, Waitable};
+use crate::command::{self, Deduct, Durably, Init, Order, Waitable};
 use crate::reply::{
-    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState, RefundResult,
-    ScanPage, ScanRecord, SettleOutcome, Transfer,
+    ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderConfirmation,
+    OrderResult, OrderState, RefundResult, ScanPage, ScanRecord, SettleOutcome, Transfer,
 };
 use crate::Result;
 use redis::{FromRedisValue, ToRedisArgs};
@@ -14,6 +14,32 @@ async fn query<T: FromRedisValue, C: redis::aio::ConnectionLike + Send>(
     con: &mut C,
 ) -> Result<T> {
     Ok(cmd.query_async(con).await?)
+}
+
+/// Sends a command that names its keys after a count (`MDEDUCT`,
+/// `MCONFIRM`, `MREFUND`): on a redis-rs async cluster connection, to the
+/// master of `first_key`, where it would otherwise be routed by the count;
+/// on any other connection, as it is (see the sync `query_by_key`).
+async fn query_by_key<T: FromRedisValue, C: redis::aio::ConnectionLike + Send + 'static>(
+    cmd: redis::Cmd,
+    first_key: Option<Vec<u8>>,
+    con: &mut C,
+) -> Result<T> {
+    #[cfg(feature = "cluster-async")]
+    if let (Some(key), Some(cluster)) = (
+        first_key.as_ref(),
+        (con as &mut (dyn std::any::Any + Send))
+            .downcast_mut::<redis::cluster_async::ClusterConnection>(),
+    ) {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        let route = Route::with_key(key, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let value = cluster.route_command(cmd, routing).await?.extract_error()?;
+        return Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?);
+    }
+    #[cfg(not(feature = "cluster-async"))]
+    let _ = first_key;
+    query(cmd, con).await
 }
 
 /// The seckill commands on any async connection. Each command is built
@@ -65,6 +91,47 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         request_id: I,
     ) -> impl Future<Output = Result<RefundResult>> + Send {
         query(command::refund(key, request_id), self)
+    }
+
+    /// Takes every line of the order or none, in one step; see
+    /// `SeckillCommands::seckill_order`. On a redis-rs async
+    /// `ClusterConnection` (feature `cluster-async`), it is sent to the
+    /// master of the first key.
+    fn seckill_order(&mut self, order: &Order) -> impl Future<Output = Result<OrderResult>> + Send
+    where
+        Self: 'static,
+    {
+        query_by_key(order.to_cmd(), order.first_key(), self)
+    }
+
+    /// Confirms every line of the order, or none; see
+    /// `SeckillCommands::seckill_confirm_order`.
+    fn seckill_confirm_order<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        keys: &[K],
+        request_id: I,
+    ) -> impl Future<Output = Result<OrderConfirmation>> + Send
+    where
+        Self: 'static,
+    {
+        let keys = command::order_keys(keys);
+        let first_key = keys.first().cloned();
+        query_by_key(command::confirm_order(&keys, request_id), first_key, self)
+    }
+
+    /// Refunds every line of the order that can be; see
+    /// `SeckillCommands::seckill_refund_order`.
+    fn seckill_refund_order<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        keys: &[K],
+        request_id: I,
+    ) -> impl Future<Output = Result<Vec<RefundResult>>> + Send
+    where
+        Self: 'static,
+    {
+        let keys = command::order_keys(keys);
+        let first_key = keys.first().cloned();
+        query_by_key(command::refund_order(&keys, request_id), first_key, self)
     }
 
     /// Sends the write and `WAIT` right after it on this connection, in

@@ -214,6 +214,95 @@ impl Deduct {
     }
 }
 
+/// `SECKILL.MDEDUCT numlines key qty [key qty ...] user request_id [HOLD
+/// seconds | HOLDUNTIL unix-time-milliseconds] [WITHDEADLINE]` →
+/// `OrderResult`: an order of several items, every line taken or none, in
+/// one step. `WITHDEADLINE` goes with a hold, as with `Deduct`.
+///
+/// Every key must hash to one cluster slot (give the items one hash tag,
+/// `{cart:7}:phone` and `{cart:7}:case`), or the server answers
+/// `CROSSSLOT`. `seckill_order` sends it to the master of the first key on
+/// a redis-rs cluster connection, which by itself would route the command
+/// by its first argument, `numlines`.
+#[derive(Clone, Debug)]
+pub struct Order {
+    user: Vec<u8>,
+    request_id: Vec<u8>,
+    lines: Vec<(Vec<u8>, i64)>,
+    hold: Option<HoldFor>,
+}
+
+impl Order {
+    /// An order with no line yet: add each with `line`. The request id is
+    /// not optional: it is what makes a retry of the order safe, and what
+    /// confirms or refunds it later.
+    pub fn new(user: impl Into<Vec<u8>>, request_id: impl Into<Vec<u8>>) -> Order {
+        Order {
+            user: user.into(),
+            request_id: request_id.into(),
+            lines: Vec::new(),
+            hold: None,
+        }
+    }
+
+    /// `qty` units of the item `key`; the reply has one entry per line, in
+    /// the order the lines were added.
+    pub fn line(mut self, key: impl Into<Vec<u8>>, qty: i64) -> Order {
+        self.lines.push((key.into(), qty));
+        self
+    }
+
+    /// Holds every line for `seconds`, until the order is confirmed.
+    pub fn hold(mut self, seconds: i64) -> Order {
+        self.hold = Some(HoldFor::Seconds(seconds));
+        self
+    }
+
+    /// Holds every line until a Unix time in ms.
+    pub fn hold_until(mut self, unix_ms: i64) -> Order {
+        self.hold = Some(HoldFor::UntilUnixMs(unix_ms));
+        self
+    }
+
+    /// The item keys, in line order: what `seckill_confirm_order` and
+    /// `seckill_refund_order` take.
+    pub fn keys(&self) -> Vec<&[u8]> {
+        self.lines.iter().map(|(key, _)| key.as_slice()).collect()
+    }
+
+    pub fn request_id(&self) -> &[u8] {
+        &self.request_id
+    }
+
+    /// The key a cluster client routes the order by.
+    pub(crate) fn first_key(&self) -> Option<Vec<u8>> {
+        self.lines.first().map(|(key, _)| key.clone())
+    }
+
+    pub fn to_cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("SECKILL.MDEDUCT");
+        cmd.arg(self.lines.len());
+        for (key, qty) in &self.lines {
+            cmd.arg(key).arg(*qty);
+        }
+        cmd.arg(&self.user).arg(&self.request_id);
+        match self.hold {
+            None => {}
+            Some(HoldFor::Seconds(s)) => {
+                cmd.arg("HOLD").arg(s);
+            }
+            Some(HoldFor::UntilUnixMs(ms)) => {
+                cmd.arg("HOLDUNTIL").arg(ms);
+            }
+        }
+        // As with `Deduct`: the deadline is told only for a hold.
+        if self.hold.is_some() {
+            cmd.arg("WITHDEADLINE");
+        }
+        cmd
+    }
+}
+
 /// `SECKILL.CONFIRM key request_id DETAIL` → `ConfirmOutcome`, as a
 /// value that `wait_replicas` can follow with a `WAIT` (`confirm` builds
 /// the same command).
@@ -428,6 +517,35 @@ pub fn refund<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
     let mut cmd = keyed("SECKILL.REFUND", key);
     cmd.arg(request_id).arg("DETAIL");
     cmd
+}
+
+/// The keys of an order, one argument each, so that `numkeys` counts
+/// exactly what is sent.
+pub(crate) fn order_keys<K: ToRedisArgs>(keys: &[K]) -> Vec<Vec<u8>> {
+    keys.iter().flat_map(ToRedisArgs::to_redis_args).collect()
+}
+
+fn order_cmd(name: &str, keys: &[Vec<u8>], request_id: impl ToRedisArgs) -> Cmd {
+    let mut cmd = redis::cmd(name);
+    cmd.arg(keys.len());
+    for key in keys {
+        cmd.arg(key);
+    }
+    cmd.arg(request_id).arg("DETAIL");
+    cmd
+}
+
+/// `SECKILL.MCONFIRM numkeys key [key ...] request_id DETAIL` →
+/// `OrderConfirmation`: every line of the order confirmed, or none. The
+/// keys are the order's, in any order; the reply has one entry per key.
+pub fn confirm_order<K: ToRedisArgs, I: ToRedisArgs>(keys: &[K], request_id: I) -> Cmd {
+    order_cmd("SECKILL.MCONFIRM", &order_keys(keys), request_id)
+}
+
+/// `SECKILL.MREFUND numkeys key [key ...] request_id DETAIL` →
+/// `Vec<RefundResult>`, one per key: every line that can be is refunded.
+pub fn refund_order<K: ToRedisArgs, I: ToRedisArgs>(keys: &[K], request_id: I) -> Cmd {
+    order_cmd("SECKILL.MREFUND", &order_keys(keys), request_id)
 }
 
 /// `SECKILL.ADD key qty` → `ItemFigure`

@@ -43,7 +43,40 @@
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! An order of several items sharing a hash tag is taken whole or not at
+//! all with `seckill_order` (`SECKILL.MDEDUCT`), then confirmed whole
+//! (`seckill_confirm_order`) or refunded (`seckill_refund_order`). On a
+//! redis-rs cluster connection these go to the master of the first key. A
+//! cart whose items are on different shards is the `cart` module's: a
+//! saga on holds that a retry or a resume after a crash finishes.
+//!
+//! ```no_run
+//! use seckill_client::{Order, SeckillCommands};
+//!
+//! let client = redis::Client::open("redis://127.0.0.1/")?;
+//! let mut con = client.get_connection()?;
+//! let order = Order::new("user:7", "order:60")
+//!     .line("{drop:1}:phone", 1)
+//!     .line("{drop:1}:case", 1)
+//!     .hold(900);
+//! let placed = con.seckill_order(&order)?;
+//! if placed.taken {
+//!     println!("held; pay by {:?} (Unix ms)", placed.deadline);
+//! } else {
+//!     for (line, outcome) in placed.refusals() {
+//!         println!("line {line} refused the order: {}", outcome.name());
+//!     }
+//! }
+//! let paid = con.seckill_confirm_order(&order.keys(), "order:60")?;
+//! if !paid.confirmed {
+//!     // A line lapsed or was refunded: nothing was confirmed.
+//!     con.seckill_refund_order(&order.keys(), "order:60")?;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+pub mod cart;
 pub mod command;
 #[cfg(feature = "sentinel")]
 pub mod endpoint;
@@ -52,14 +85,14 @@ mod mask;
 pub mod reply;
 pub mod split;
 
-pub use command::{Confirm, Deduct, Durably, Expiry, Init, Refund, Stock, Waitable};
+pub use command::{Confirm, Deduct, Durably, Expiry, Init, Order, Refund, Stock, Waitable};
 pub use error::{Error, ErrorKind, Result, SeckillError};
 /// For programs that log the URL they connect to.
 pub use mask::mask_password;
 pub use reply::{
-    BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo, OrderState,
-    Outcome, RefundOutcome, RefundResult, RequestRecord, RequestStatus, ScanPage, ScanRecord,
-    SettleOutcome, Transfer, UNLIMITED_STOCK,
+    BuyerRecord, ConfirmOutcome, DeductResult, Durable, Hold, ItemFigure, ItemInfo,
+    OrderConfirmation, OrderLine, OrderResult, OrderState, Outcome, RefundOutcome, RefundResult,
+    RequestRecord, RequestStatus, ScanPage, ScanRecord, SettleOutcome, Transfer, UNLIMITED_STOCK,
 };
 pub use split::SplitItem;
 
@@ -67,6 +100,33 @@ use redis::{FromRedisValue, ToRedisArgs};
 
 fn query<T: FromRedisValue>(cmd: redis::Cmd, con: &mut dyn redis::ConnectionLike) -> Result<T> {
     Ok(cmd.query(con)?)
+}
+
+/// Sends a command that names its keys after a count (`MDEDUCT`,
+/// `MCONFIRM`, `MREFUND`). A redis-rs cluster connection routes an unknown
+/// command by its first argument, here the count, and would reach the
+/// master of the keys only through a `MOVED` redirection: on one, it is
+/// sent to the master of `first_key` instead. Any other connection sends
+/// it as it is.
+fn query_by_key<T: FromRedisValue, C: redis::ConnectionLike + 'static>(
+    cmd: redis::Cmd,
+    first_key: Option<Vec<u8>>,
+    con: &mut C,
+) -> Result<T> {
+    #[cfg(feature = "cluster")]
+    if let (Some(key), Some(cluster)) = (
+        first_key.as_ref(),
+        (con as &mut dyn std::any::Any).downcast_mut::<redis::cluster::ClusterConnection>(),
+    ) {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        let route = Route::with_key(key, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let value = cluster.route_command(&cmd, routing)?.extract_error()?;
+        return Ok(T::from_redis_value(value).map_err(redis::RedisError::from)?);
+    }
+    #[cfg(not(feature = "cluster"))]
+    let _ = first_key;
+    query(cmd, con)
 }
 
 /// The seckill commands on any synchronous connection.
@@ -110,6 +170,55 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         request_id: I,
     ) -> Result<RefundResult> {
         query(command::refund(key, request_id), self)
+    }
+
+    /// Takes every line of the order or none, in one step: `taken`, each
+    /// line's outcome and stock, and with a hold the order's deadline. On a
+    /// redis-rs `ClusterConnection` (feature `cluster`), it is sent to the
+    /// master of the first key.
+    ///
+    /// `Self: 'static` is what lets the connection be recognised as a
+    /// cluster connection; a cluster connection inside a pool's wrapper is
+    /// not, and reaches the keys' master through one `MOVED` redirection,
+    /// unless the call is made on the connection itself (`(*pooled)`).
+    fn seckill_order(&mut self, order: &Order) -> Result<OrderResult>
+    where
+        Self: 'static,
+    {
+        query_by_key(order.to_cmd(), order.first_key(), self)
+    }
+
+    /// Confirms every line of the order under `request_id`, or none (with
+    /// `DETAIL`): `confirmed`, and each line's `ConfirmOutcome`, `None` on
+    /// a line left unconfirmed because another refused. Routed as
+    /// `seckill_order` is.
+    fn seckill_confirm_order<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        keys: &[K],
+        request_id: I,
+    ) -> Result<OrderConfirmation>
+    where
+        Self: 'static,
+    {
+        let keys = command::order_keys(keys);
+        let first_key = keys.first().cloned();
+        query_by_key(command::confirm_order(&keys, request_id), first_key, self)
+    }
+
+    /// Refunds every line of the order under `request_id` that can be (with
+    /// `DETAIL`): each line's `RefundResult`, in key order. Routed as
+    /// `seckill_order` is.
+    fn seckill_refund_order<K: ToRedisArgs, I: ToRedisArgs>(
+        &mut self,
+        keys: &[K],
+        request_id: I,
+    ) -> Result<Vec<RefundResult>>
+    where
+        Self: 'static,
+    {
+        let keys = command::order_keys(keys);
+        let first_key = keys.first().cloned();
+        query_by_key(command::refund_order(&keys, request_id), first_key, self)
     }
 
     /// Sends the write (a `Deduct`, `Confirm` or `Refund` given

@@ -231,6 +231,157 @@ impl FromRedisValue for RefundResult {
     }
 }
 
+/// One line of an order's reply (`SECKILL.MDEDUCT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderLine {
+    /// `Bought` on every line of an order taken; on an order refused, the
+    /// outcome of each line that refused it, and `None` on each line that
+    /// would have been taken: it was not, since the order is all or
+    /// nothing.
+    pub outcome: Option<Outcome>,
+    /// The item's remaining stock after the order; `None` unless taken.
+    pub stock: Option<i64>,
+}
+
+impl OrderLine {
+    /// True when this line refused the order.
+    pub fn refused(&self) -> bool {
+        self.outcome
+            .is_some_and(|outcome| outcome != Outcome::Bought)
+    }
+}
+
+/// The reply of `SECKILL.MDEDUCT`. A retry of the same order gets the
+/// reply of its first call, as `DEDUCT` does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderResult {
+    /// True when every line was taken; false when nothing was.
+    pub taken: bool,
+    /// One per line, in the order's line order.
+    pub lines: Vec<OrderLine>,
+    /// The deadline of the held lines (one for the whole order), Unix ms,
+    /// when the order was held (or replayed while still pending); `None`
+    /// without a hold, for an order refused, or one confirmed since.
+    pub deadline: Option<i64>,
+}
+
+impl OrderResult {
+    /// The lines that refused the order: each one's index and outcome.
+    pub fn refusals(&self) -> impl Iterator<Item = (usize, Outcome)> + '_ {
+        self.lines.iter().enumerate().filter_map(|(index, line)| {
+            let outcome = line.outcome.filter(|outcome| *outcome != Outcome::Bought)?;
+            Some((index, outcome))
+        })
+    }
+}
+
+/// The entries of an order's reply, with `nil` as `None`.
+fn order_entries(value: Value, command: &str) -> Result<Vec<Option<i64>>, ParsingError> {
+    match value {
+        Value::Array(entries) => entries
+            .into_iter()
+            .map(|entry| match entry {
+                Value::Nil => Ok(None),
+                entry => integer(&entry).map(Some),
+            })
+            .collect(),
+        other => Err(format!("expected {command}'s lines, got {other:?}").into()),
+    }
+}
+
+impl FromRedisValue for OrderResult {
+    /// Either form of the reply: the array of lines, or `[lines,
+    /// deadline]` when the command was sent with `WITHDEADLINE`. They are
+    /// told apart by the first entry: a line is an integer or nil, never
+    /// an array.
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let (lines, deadline) = match value {
+            Value::Array(entries) if matches!(entries.first(), Some(Value::Array(_))) => {
+                let (lines, deadline): (Value, Option<i64>) =
+                    FromRedisValue::from_redis_value(Value::Array(entries))?;
+                (lines, deadline)
+            }
+            value => (value, None),
+        };
+        let lines = order_entries(lines, "MDEDUCT")?
+            .into_iter()
+            .map(|entry| {
+                let Some(reply) = entry else {
+                    return Ok(OrderLine {
+                        outcome: None,
+                        stock: None,
+                    });
+                };
+                let outcome = Outcome::of_reply(reply)
+                    .ok_or_else(|| ParsingError::from(format!("unknown MDEDUCT reply {reply}")))?;
+                Ok(OrderLine {
+                    outcome: Some(outcome),
+                    stock: (outcome == Outcome::Bought).then_some(reply),
+                })
+            })
+            .collect::<Result<Vec<_>, ParsingError>>()?;
+        Ok(OrderResult {
+            taken: !lines.is_empty()
+                && lines
+                    .iter()
+                    .all(|line| line.outcome == Some(Outcome::Bought)),
+            lines,
+            deadline,
+        })
+    }
+}
+
+/// The reply of `SECKILL.MCONFIRM`, sent with `DETAIL` by
+/// `seckill_confirm_order` and `command::confirm_order`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderConfirmation {
+    /// True when every line is a final purchase now (`Confirmed` or
+    /// `AlreadyFinal`); false when none was confirmed by the call.
+    pub confirmed: bool,
+    /// One per key, in the order the keys were given: each line's
+    /// outcome, or `None` on a line that was not confirmed only because
+    /// another line refused (a line refunded, lapsed, unknown, or no item).
+    pub lines: Vec<Option<ConfirmOutcome>>,
+}
+
+impl OrderConfirmation {
+    /// The lines that refused the confirmation: each one's index and
+    /// outcome.
+    pub fn refusals(&self) -> impl Iterator<Item = (usize, ConfirmOutcome)> + '_ {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(index, line)| Some((index, (*line)?)))
+            .filter(|(_, outcome)| {
+                !matches!(
+                    outcome,
+                    ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal
+                )
+            })
+    }
+}
+
+impl FromRedisValue for OrderConfirmation {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let lines = order_entries(value, "MCONFIRM")?
+            .into_iter()
+            .map(|entry| {
+                entry
+                    .map(|reply| ConfirmOutcome::from_redis_value(Value::Int(reply)))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, ParsingError>>()?;
+        let confirmed = !lines.is_empty()
+            && lines.iter().all(|line| {
+                matches!(
+                    line,
+                    Some(ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyFinal)
+                )
+            });
+        Ok(OrderConfirmation { confirmed, lines })
+    }
+}
+
 /// A figure replied by a write to an item (`ADD`'s new stock, `RELEASE`'s
 /// count), `None` when there was no item (`-3`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

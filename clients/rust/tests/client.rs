@@ -7,8 +7,8 @@ use seckill_client::command;
 use seckill_client::split::{self, SplitItem};
 use seckill_client::{
     AsyncSeckillCommands, ConfirmOutcome, Deduct, DeductResult, ErrorKind, Expiry, Hold, Init,
-    ItemFigure, ItemInfo, Outcome, RefundOutcome, RefundResult, RequestStatus, SeckillCommands,
-    SettleOutcome, Stock, Transfer, UNLIMITED_STOCK,
+    ItemFigure, ItemInfo, Order, OrderConfirmation, OrderLine, OrderResult, Outcome, RefundOutcome,
+    RefundResult, RequestStatus, SeckillCommands, SettleOutcome, Stock, Transfer, UNLIMITED_STOCK,
 };
 use seckill_harness::cluster::Cluster;
 use seckill_harness::{ok, server_info, Server};
@@ -841,4 +841,457 @@ fn a_split_item_pins_each_user_to_one_part_on_a_cluster() {
     }
     assert_eq!(item.stock(&mut con).unwrap(), Some(100 - sold));
     assert_eq!(split::fnv1a32(b"a"), 0xe40c_292c);
+}
+
+fn taken(stock: i64) -> OrderLine {
+    OrderLine {
+        outcome: Some(Outcome::Bought),
+        stock: Some(stock),
+    }
+}
+
+fn refusing(outcome: Outcome) -> OrderLine {
+    OrderLine {
+        outcome: Some(outcome),
+        stock: None,
+    }
+}
+
+/// A line that would have been taken, in an order another line refused.
+const NOT_JUDGED: OrderLine = OrderLine {
+    outcome: None,
+    stock: None,
+};
+
+fn refunded(units: i64) -> RefundResult {
+    RefundResult {
+        outcome: RefundOutcome::Refunded,
+        units: Some(units),
+    }
+}
+
+fn not_refunded(outcome: RefundOutcome) -> RefundResult {
+    RefundResult {
+        outcome,
+        units: None,
+    }
+}
+
+/// The order commands once each, with their typed replies: taken whole,
+/// replayed, refused (each refusing line's outcome, the others not judged,
+/// nothing taken), confirmed whole or not at all, refunded.
+fn order_commands<C: SeckillCommands + 'static>(con: &mut C, tag: &str, now_ms: i64) {
+    let phone = format!("{{{tag}}}:phone");
+    let case = format!("{{{tag}}}:case");
+    let none = format!("{{{tag}}}:none");
+    let (phone, case, none) = (phone.as_str(), case.as_str(), none.as_str());
+    con.seckill_init(&Init::new(phone, 3)).unwrap();
+    con.seckill_init(&Init::new(case, 1).limit(1)).unwrap();
+
+    // Taken whole, held until one deadline, which the reply tells.
+    let deadline = now_ms + 600_000;
+    let order = Order::new("lena", "order-50")
+        .line(phone, 1)
+        .line(case, 1)
+        .hold_until(deadline);
+    let placed = con.seckill_order(&order).unwrap();
+    assert_eq!(
+        placed,
+        OrderResult {
+            taken: true,
+            lines: vec![taken(2), taken(0)],
+            deadline: Some(deadline),
+        }
+    );
+    assert_eq!(placed.refusals().count(), 0);
+    // A retry gets the very same reply, and takes nothing more.
+    assert_eq!(con.seckill_order(&order).unwrap(), placed);
+    assert_eq!(con.seckill_get(phone).unwrap(), Some(2));
+    let state = con.seckill_status(case, "order-50").unwrap().unwrap();
+    assert_eq!(
+        (state.status, state.deadline),
+        (RequestStatus::Held, deadline)
+    );
+
+    // Refused by the case, sold out: the phone would have been taken, and
+    // was not. A refused order has no deadline.
+    let refused = con
+        .seckill_order(
+            &Order::new("mo", "order-51")
+                .line(phone, 1)
+                .line(case, 1)
+                .hold(600),
+        )
+        .unwrap();
+    assert_eq!(
+        refused,
+        OrderResult {
+            taken: false,
+            lines: vec![NOT_JUDGED, refusing(Outcome::SoldOut)],
+            deadline: None,
+        }
+    );
+    assert_eq!(
+        refused.refusals().collect::<Vec<_>>(),
+        [(1, Outcome::SoldOut)]
+    );
+    assert_eq!(con.seckill_get(phone).unwrap(), Some(2));
+    assert_eq!(con.seckill_bought(phone, "mo").unwrap(), Some(0));
+
+    // Every refusing line has its own code.
+    con.seckill_add(case, 5).unwrap();
+    let refused = con
+        .seckill_order(
+            &Order::new("lena", "order-52")
+                .line(none, 1)
+                .line(phone, 1)
+                .line(case, 1),
+        )
+        .unwrap();
+    assert_eq!(
+        refused.lines,
+        [
+            refusing(Outcome::NoItem),
+            NOT_JUDGED,
+            refusing(Outcome::LimitReached)
+        ]
+    );
+    assert!(!refused.taken);
+
+    // Without a hold: bought, no deadline.
+    let bought = con
+        .seckill_order(&Order::new("nia", "order-53").line(case, 1))
+        .unwrap();
+    assert_eq!(
+        (bought.taken, bought.lines, bought.deadline),
+        (true, vec![taken(4)], None)
+    );
+
+    // Confirmed whole, once.
+    let keys = order.keys();
+    assert_eq!(
+        con.seckill_confirm_order(&keys, "order-50").unwrap(),
+        OrderConfirmation {
+            confirmed: true,
+            lines: vec![Some(ConfirmOutcome::Confirmed); 2],
+        }
+    );
+    assert_eq!(
+        con.seckill_confirm_order(&keys, "order-50").unwrap(),
+        OrderConfirmation {
+            confirmed: true,
+            lines: vec![Some(ConfirmOutcome::AlreadyFinal); 2],
+        }
+    );
+    let unknown = con.seckill_confirm_order(&[phone, none], "never").unwrap();
+    assert_eq!(
+        unknown.lines,
+        [
+            Some(ConfirmOutcome::UnknownRequest),
+            Some(ConfirmOutcome::NoItem)
+        ]
+    );
+    assert!(!unknown.confirmed);
+
+    // A held order one line of which lapsed: not confirmed at all.
+    let held = Order::new("oli", "order-54")
+        .line(phone, 1)
+        .line(case, 1)
+        .hold(600);
+    assert!(con.seckill_order(&held).unwrap().taken);
+    assert_eq!(con.seckill_release(case, &["order-54"]).unwrap(), Some(1));
+    let lapsed = con.seckill_confirm_order(&keys, "order-54").unwrap();
+    assert_eq!(
+        lapsed,
+        OrderConfirmation {
+            confirmed: false,
+            lines: vec![None, Some(ConfirmOutcome::Lapsed)],
+        }
+    );
+    assert_eq!(
+        lapsed.refusals().collect::<Vec<_>>(),
+        [(1, ConfirmOutcome::Lapsed)]
+    );
+    assert_eq!(
+        con.seckill_status(phone, "order-54")
+            .unwrap()
+            .unwrap()
+            .status,
+        RequestStatus::Held
+    );
+
+    // Refunded: each line as REFUND answers it.
+    assert_eq!(
+        con.seckill_refund_order(&keys, "order-54").unwrap(),
+        [refunded(1), not_refunded(RefundOutcome::Lapsed)]
+    );
+    assert_eq!(
+        con.seckill_refund_order(&[phone, case, none], "order-50")
+            .unwrap(),
+        [
+            refunded(1),
+            refunded(1),
+            not_refunded(RefundOutcome::NoItem)
+        ]
+    );
+    assert_eq!(
+        con.seckill_refund_order(&keys, "order-50").unwrap(),
+        [not_refunded(RefundOutcome::AlreadyRefunded); 2]
+    );
+    assert_eq!(
+        con.seckill_confirm_order(&keys, "order-50").unwrap().lines,
+        [Some(ConfirmOutcome::Refunded); 2]
+    );
+    // A refunded order is never taken again.
+    let again = con.seckill_order(&order).unwrap();
+    assert_eq!(
+        (again.taken, again.lines, again.deadline),
+        (false, vec![refusing(Outcome::Cancelled); 2], None)
+    );
+
+    // Errors: typed as every other command's.
+    let other_items = con
+        .seckill_order(&Order::new("nia", "order-53").line(case, 1).line(phone, 1))
+        .unwrap_err();
+    let other_items = other_items.seckill().expect("a module error");
+    assert_eq!(other_items.kind, ErrorKind::RequestIdConflict);
+    assert_eq!(
+        other_items.message,
+        "request id was already used for an order of other items"
+    );
+    let twice = con
+        .seckill_order(&Order::new("nia", "order-55").line(case, 1).line(case, 1))
+        .unwrap_err();
+    assert_eq!(twice.kind(), Some(ErrorKind::InvalidArgument));
+    assert_eq!(
+        twice.seckill().unwrap().message,
+        "a key appears on more than one line"
+    );
+    let empty = con
+        .seckill_order(&Order::new("nia", "order-56"))
+        .unwrap_err();
+    assert_eq!(empty.kind(), Some(ErrorKind::InvalidArgument));
+    let no_keys = con
+        .seckill_confirm_order(&[] as &[&str], "order-50")
+        .unwrap_err();
+    assert_eq!(no_keys.kind(), Some(ErrorKind::InvalidArgument));
+
+    for key in [phone, case] {
+        let info = con.seckill_info(key).unwrap().unwrap();
+        assert_eq!(
+            info.stock + info.sold,
+            info.initial + info.added + info.refunded + info.expired,
+            "{key}: {info:?}"
+        );
+    }
+}
+
+#[test]
+fn orders_take_every_line_or_none_under_resp2_and_resp3() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        let now = now_ms(&mut con);
+        order_commands(&mut con, "drop:1", now);
+    }
+}
+
+/// In a pipeline or a transaction, an order with a hold (`[lines,
+/// deadline]`), one without (the lines alone), its confirmation and its
+/// refund decode as the methods' replies.
+#[test]
+fn pipelines_decode_orders() {
+    let server = Server::start();
+    for resp3 in [false, true] {
+        let mut con = connect(&server, resp3);
+        ok::<String>(&mut con, &["FLUSHALL"]);
+        for atomic in [false, true] {
+            let a = format!("{{pipe:{atomic}}}:a");
+            let b = format!("{{pipe:{atomic}}}:b");
+            let keys = [a.as_str(), b.as_str()];
+            let deadline = now_ms(&mut con) + 600_000;
+            let mut pipe = redis::pipe();
+            if atomic {
+                pipe.atomic();
+            }
+            pipe.add_command(Init::new(a.as_str(), 5).to_cmd())
+                .add_command(Init::new(b.as_str(), 1).to_cmd())
+                .add_command(
+                    Order::new("ann", "o1")
+                        .line(a.as_str(), 1)
+                        .line(b.as_str(), 1)
+                        .hold_until(deadline)
+                        .to_cmd(),
+                )
+                .add_command(
+                    Order::new("bob", "o2")
+                        .line(a.as_str(), 1)
+                        .line(b.as_str(), 1)
+                        .to_cmd(),
+                )
+                .add_command(Order::new("cat", "o3").line(a.as_str(), 2).to_cmd())
+                .add_command(command::confirm_order(&keys, "o1"))
+                .add_command(command::refund_order(&keys, "o1"))
+                .add_command(command::confirm_order(&keys, "o1"));
+            let (_, _, held, refused, bought, confirmed, refunds, after): (
+                bool,
+                bool,
+                OrderResult,
+                OrderResult,
+                OrderResult,
+                OrderConfirmation,
+                Vec<RefundResult>,
+                OrderConfirmation,
+            ) = pipe.query(&mut con).unwrap();
+            assert_eq!(
+                held,
+                OrderResult {
+                    taken: true,
+                    lines: vec![taken(4), taken(0)],
+                    deadline: Some(deadline),
+                }
+            );
+            assert_eq!(
+                (refused.taken, refused.lines, refused.deadline),
+                (false, vec![NOT_JUDGED, refusing(Outcome::SoldOut)], None)
+            );
+            assert_eq!((bought.lines, bought.deadline), (vec![taken(2)], None));
+            assert!(confirmed.confirmed);
+            assert_eq!(refunds, [refunded(1), refunded(1)]);
+            assert_eq!(after.lines, [Some(ConfirmOutcome::Refunded); 2]);
+        }
+    }
+}
+
+#[test]
+fn async_connections_have_the_order_commands() {
+    let server = Server::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        async_orders(&mut con, "async").await;
+    });
+}
+
+/// An order, its confirmation and its refund, on an async connection.
+async fn async_orders<C: AsyncSeckillCommands + 'static>(con: &mut C, tag: &str) {
+    let a = format!("{{{tag}}}:a");
+    let b = format!("{{{tag}}}:b");
+    let keys = [a.as_str(), b.as_str()];
+    con.seckill_init(&Init::new(a.as_str(), 5)).await.unwrap();
+    con.seckill_init(&Init::new(b.as_str(), 1)).await.unwrap();
+    let order = Order::new("ann", "o1")
+        .line(a.as_str(), 1)
+        .line(b.as_str(), 1)
+        .hold(600);
+    let held = con.seckill_order(&order).await.unwrap();
+    assert!(held.taken);
+    assert_eq!(held.lines, [taken(4), taken(0)]);
+    let state = con.seckill_status(b.as_str(), "o1").await.unwrap().unwrap();
+    assert_eq!(held.deadline, Some(state.deadline));
+    assert_eq!(con.seckill_order(&order).await.unwrap(), held);
+    let refused = con
+        .seckill_order(
+            &Order::new("bob", "o2")
+                .line(a.as_str(), 1)
+                .line(b.as_str(), 1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.lines, [NOT_JUDGED, refusing(Outcome::SoldOut)]);
+    assert_eq!(
+        con.seckill_confirm_order(&keys, "o1").await.unwrap(),
+        OrderConfirmation {
+            confirmed: true,
+            lines: vec![Some(ConfirmOutcome::Confirmed); 2],
+        }
+    );
+    assert_eq!(
+        con.seckill_refund_order(&keys, "o1").await.unwrap(),
+        [refunded(1), refunded(1)]
+    );
+    assert_eq!(con.seckill_get(b.as_str()).await.unwrap(), Some(1));
+    let conflict = con
+        .seckill_order(
+            &Order::new("bob", "o1")
+                .line(a.as_str(), 1)
+                .line(b.as_str(), 1),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(conflict.kind(), Some(ErrorKind::RequestIdConflict));
+}
+
+/// A hash tag whose slot is served by another master than the slot of
+/// `numlines`/`numkeys` (`"2"`): what redis-rs would route the order
+/// commands by on its own.
+fn tag_away_from_the_count(cluster: &Cluster, prefix: &str) -> String {
+    let counts = cluster.owner(cluster.slot("2"));
+    (0..)
+        .map(|n| format!("{prefix}:{n}"))
+        .find(|tag| cluster.owner(cluster.slot(tag)) != counts)
+        .unwrap()
+}
+
+/// The order commands reach the master of their keys at once, sync and
+/// async: routed by the first key, where redis-rs alone routes by the
+/// count before it and is redirected.
+#[test]
+fn cluster_orders_reach_the_master_of_their_first_key() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    let tag = tag_away_from_the_count(&cluster, "bundle");
+    let now = now_ms(&mut cluster.con(0));
+    let before = moved_count(&cluster);
+    order_commands(&mut con, &tag, now);
+    assert_eq!(moved_count(&cluster), before, "MOVED replies");
+
+    // The same command sent as is: routed by its count, and redirected.
+    let a = format!("{{{tag}}}:a");
+    con.seckill_init(&Init::new(a.as_str(), 10)).unwrap();
+    let order = Order::new("zed", "raw")
+        .line(a.as_str(), 1)
+        .line(format!("{{{tag}}}:phone"), 1);
+    let raw: OrderResult = order.to_cmd().query(&mut con).unwrap();
+    assert!(raw.taken);
+    assert!(
+        moved_count(&cluster) > before,
+        "the raw command was not redirected"
+    );
+
+    // Keys of two slots: the server refuses the order, nothing taken.
+    let other = format!("{{{tag}:x}}:b");
+    con.seckill_init(&Init::new(other.as_str(), 10)).unwrap();
+    let crossslot = con
+        .seckill_order(
+            &Order::new("zed", "cross")
+                .line(a.as_str(), 1)
+                .line(other.as_str(), 1),
+        )
+        .unwrap_err();
+    assert!(
+        crossslot.kind().is_none() && crossslot.to_string().to_uppercase().contains("CROSSSLOT"),
+        "{crossslot}"
+    );
+    assert_eq!(con.seckill_get(a.as_str()).unwrap(), Some(9));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let nodes: Vec<String> = cluster.live().map(|node| node.url()).collect();
+        let client = redis::cluster::ClusterClient::new(nodes).unwrap();
+        let mut con = client.get_async_connection().await.unwrap();
+        let tag = tag_away_from_the_count(&cluster, "async-bundle");
+        con.seckill_get(format!("{{{tag}}}:a")).await.unwrap();
+        let before = moved_count(&cluster);
+        async_orders(&mut con, &tag).await;
+        assert_eq!(moved_count(&cluster), before, "MOVED replies (async)");
+    });
 }
