@@ -32,6 +32,9 @@ pub struct OrderStream<'ctx> {
     name: OwnedString<'ctx>,
     maxlen: i64,
     appended: Vec<Appended<'ctx>>,
+    /// The stream did not exist when opened: taking back what this step
+    /// appended takes back the key too, which the first append made.
+    created: bool,
 }
 
 /// Checks that `stream` can be an order stream now: empty or a stream.
@@ -80,6 +83,7 @@ impl<'ctx> OrderStream<'ctx> {
             name,
             maxlen: stream_setting.maxlen,
             appended: Vec::new(),
+            created: found == StreamKind::Missing,
         };
         match found {
             StreamKind::Stream => Ok(stream),
@@ -184,15 +188,33 @@ impl<'ctx> OrderStream<'ctx> {
         let Some(key) = self.key.as_mut() else {
             return;
         };
+        let appended = std::mem::take(&mut self.appended);
+        if appended.is_empty() {
+            // Published, or nothing appended.
+            return;
+        }
         // The entries' fields go with them.
-        for entry in std::mem::take(&mut self.appended) {
+        for entry in appended {
             key.delete(entry.id);
+        }
+        if self.created {
+            key.delete_key();
         }
     }
 
+    /// The stream's name, to tell the streams of several items apart.
+    pub fn name(&self) -> &[u8] {
+        self.name.as_arg().as_bytes()
+    }
+
     /// Once the item changed: trims the stream, replicates every entry
-    /// with its ID, wakes blocked readers and fires `xadd`.
-    pub fn publish(mut self) {
+    /// with its ID, wakes blocked readers and fires `xadd`. `later` entries
+    /// of other items' writes in the same command were appended after this
+    /// step's: the stream is trimmed as a replica trims it when it applies
+    /// this step's entries (each with this item's `MAXLEN`) before those,
+    /// keeping the last `maxlen` entries up to this step's and every later
+    /// one.
+    pub fn publish(mut self, later: usize) {
         let Some(key) = self.key.as_mut() else {
             return;
         };
@@ -200,7 +222,10 @@ impl<'ctx> OrderStream<'ctx> {
             return;
         }
         if self.maxlen > 0 {
-            key.trim(self.maxlen);
+            key.trim(
+                self.maxlen
+                    .saturating_add(i64::try_from(later).unwrap_or(i64::MAX)),
+            );
         }
         if !can_replicate() {
             return;

@@ -171,25 +171,89 @@ pub fn write_items<'a>(
             Judgements::Decide(decisions) => decisions,
         }
     };
+    // Every line's stream is checked before any is written: a refusal
+    // after another line's entries were in would leave the stream changed
+    // on this server alone.
     let mut prepared = Vec::with_capacity(names.len());
     for ((name, item), decision) in names.iter().zip(&items).zip(&decisions) {
         prepared.push(match (item, decision) {
             (Some(item), Some(decision)) => {
-                Some(prepare(ctx, name, item, decision, SETTLE_PER_WRITE)?)
+                Some(plan(ctx, name, item, decision, SETTLE_PER_WRITE, false)?.0)
             }
             _ => None,
         });
     }
+    // Room for every entry of the command in each stream, shared or not.
+    let streams: Vec<Option<(&[u8], usize)>> = prepared
+        .iter()
+        .map(|line| {
+            let (stream, events) = line.as_ref()?.stream.as_ref()?;
+            Some((stream.name(), *events))
+        })
+        .collect();
+    for (place, line) in prepared.iter().enumerate() {
+        let Some((stream, _)) = line.as_ref().and_then(|line| line.stream.as_ref()) else {
+            continue;
+        };
+        let earlier = streams[..place]
+            .iter()
+            .flatten()
+            .any(|(other, _)| *other == stream.name());
+        if !earlier {
+            let entries = streams[place..]
+                .iter()
+                .flatten()
+                .filter(|(other, _)| *other == stream.name())
+                .map(|(_, events)| events)
+                .sum();
+            stream.check_room(ctx, entries)?;
+        }
+    }
+    // Entries appended by the lines after each one, to the same stream:
+    // its trim keeps them (see `OrderStream::publish`).
+    let later: Vec<usize> = streams
+        .iter()
+        .enumerate()
+        .map(|(place, stream)| {
+            stream.map_or(0, |(name, _)| {
+                streams[place + 1..]
+                    .iter()
+                    .flatten()
+                    .filter(|(other, _)| *other == name)
+                    .map(|(_, events)| events)
+                    .sum()
+            })
+        })
+        .collect();
+    drop(streams);
+    for (((name, item), decision), line) in names
+        .iter()
+        .zip(&items)
+        .zip(&decisions)
+        .zip(prepared.iter_mut())
+    {
+        let (Some(item), Some(decision), Some(line)) = (item, decision, line) else {
+            continue;
+        };
+        if let Some((stream, _)) = line.stream.as_mut() {
+            for event in item.events(&line.settle, &decision.change, decision.moment) {
+                stream.append(name.as_bytes(), &event)?;
+            }
+        }
+    }
     let figures = names
         .iter()
         .zip(items.iter_mut())
-        .zip(decisions.into_iter().zip(prepared))
-        .map(|((name, item), line)| match (item, line) {
-            (Some(item), (Some(decision), Some(prepared))) => {
-                Some(finish(ctx, name, item, decision, prepared))
-            }
-            _ => None,
-        })
+        .zip(decisions.into_iter().zip(prepared).zip(later))
+        .map(
+            |((name, item), ((decision, prepared), later))| match (item, decision, prepared) {
+                (Some(item), Some(decision), Some(mut prepared)) => {
+                    prepared.later = later;
+                    Some(finish(ctx, name, item, decision, prepared))
+                }
+                _ => None,
+            },
+        )
         .collect();
     Ok(Ok(figures))
 }
@@ -217,11 +281,13 @@ struct Prepared<'ctx> {
     settle: Vec<HoldRef>,
     lapsing: bool,
     stream: Option<(OrderStream<'ctx>, usize)>,
+    /// Entries other items' writes in the same command append to the same
+    /// stream after these.
+    later: usize,
 }
 
 /// The part of a commit that can fail: picks the lapsed holds to settle
-/// and appends the order events. Nothing is applied yet, so a write to
-/// several items prepares them all before it applies any.
+/// and appends the order events. Nothing is applied yet.
 #[inline(always)]
 fn prepare<'ctx>(
     ctx: &'ctx Context,
@@ -230,6 +296,29 @@ fn prepare<'ctx>(
     decision: &Decision,
     settle_budget: usize,
 ) -> Result<Prepared<'ctx>, RedisError> {
+    let (mut prepared, events) = plan(ctx, name, item, decision, settle_budget, true)?;
+    if let Some((stream, _)) = prepared.stream.as_mut() {
+        stream.check_room(ctx, events.len())?;
+        for event in &events {
+            stream.append(name.as_bytes(), event)?;
+        }
+    }
+    Ok(prepared)
+}
+
+/// Picks the lapsed holds to settle, and opens the order stream its events
+/// go to, checking everything that could refuse them (the stream's type,
+/// slot and migration, the caller's right to write it) but its room. The
+/// events themselves when `with_events`. Changes nothing.
+#[inline(always)]
+fn plan<'ctx, 'i>(
+    ctx: &'ctx Context,
+    name: &Arg,
+    item: &'i SaleItem,
+    decision: &'i Decision,
+    settle_budget: usize,
+    with_events: bool,
+) -> Result<(Prepared<'ctx>, Vec<crate::sale_item::EventView<'i>>), RedisError> {
     let Decision { change, moment, .. } = decision;
     let moment = *moment;
     // Only the server that decides releases lapsed holds; its replicas and
@@ -252,6 +341,7 @@ fn prepare<'ctx>(
         }
         _ => Vec::new(),
     };
+    let mut kept_events = Vec::new();
     let stream = match (moment.now(), item.order_stream()) {
         (Some(_), Some(stream_setting)) => {
             let events = item.events(&settle, change, moment);
@@ -263,21 +353,25 @@ fn prepare<'ctx>(
                 {
                     return Err(RedisError::Str(crate::errors::ERR_STREAM_UNCONFIRMED));
                 }
-                let mut stream = OrderStream::open(ctx, name.as_bytes(), stream_setting)?;
-                stream.check_room(ctx, events.len())?;
-                for event in &events {
-                    stream.append(name.as_bytes(), event)?;
+                let stream = OrderStream::open(ctx, name.as_bytes(), stream_setting)?;
+                let count = events.len();
+                if with_events {
+                    kept_events = events;
                 }
-                Some((stream, events.len()))
+                Some((stream, count))
             }
         }
         _ => None,
     };
-    Ok(Prepared {
-        settle,
-        lapsing,
-        stream,
-    })
+    Ok((
+        Prepared {
+            settle,
+            lapsing,
+            stream,
+            later: 0,
+        },
+        kept_events,
+    ))
 }
 
 /// The part of a commit that cannot fail: applies the prepared write and
@@ -300,6 +394,7 @@ fn finish(
         settle,
         lapsing,
         stream,
+        later,
     } = prepared;
     let stream = stream.map(|(stream, events)| {
         stats::ORDER_EVENTS.add(events as u64);
@@ -339,7 +434,7 @@ fn finish(
         },
     );
     if let Some(stream) = stream {
-        stream.publish();
+        stream.publish(later);
     }
     // An item with lapsed holds is told to the sweep again, which drains
     // them: wherever it lives now (on Valkey a RENAME or MOVE is not

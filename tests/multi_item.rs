@@ -678,3 +678,111 @@ fn the_server_asks_the_module_for_an_order_s_keys() {
     );
     assert_eq!(keys, ["a", "b"]);
 }
+
+#[test]
+fn an_order_s_streams_are_the_same_on_the_replica_and_a_refused_order_leaves_them_alone() {
+    let master = Server::start_with(&["--appendonly", "yes"]);
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    // Two items on one stream, one trimming it to its last entry.
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "{s}:phone",
+            "10",
+            "STREAM",
+            "{s}:orders",
+            "MAXLEN",
+            "1",
+        ],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{s}:case", "10", "STREAM", "{s}:orders"],
+    );
+    let both = [
+        "SECKILL.MDEDUCT",
+        "2",
+        "{s}:phone",
+        "1",
+        "{s}:case",
+        "1",
+        "ann",
+        "o1",
+    ];
+    assert_eq!(order(&mut con, &both), [Some(9), Some(9)]);
+    let refund = ["SECKILL.MREFUND", "2", "{s}:phone", "{s}:case", "o1"];
+    assert_eq!(order(&mut con, &refund), [Some(1), Some(1)]);
+    // A replica applies the phone's entry with MAXLEN 1, then the case's.
+    assert_eq!(stream_len(&mut con, "{s}:orders"), 2);
+    // A later line's stream refuses the order: the earlier line's stream
+    // is not created, and one with a single ID left keeps it.
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{w}:phone", "10", "STREAM", "{w}:orders"],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{w}:case", "10", "STREAM", "{w}:text"],
+    );
+    ok::<String>(&mut con, &["SET", "{w}:text", "not a stream"]);
+    let refused = [
+        "SECKILL.MDEDUCT",
+        "2",
+        "{w}:phone",
+        "1",
+        "{w}:case",
+        "1",
+        "ann",
+        "o1",
+    ];
+    assert!(error(&mut con, &refused).starts_with("WRONGTYPE"));
+    assert_eq!(ok::<i64>(&mut con, &["EXISTS", "{w}:orders"]), 0);
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{x}:phone", "10", "STREAM", "{x}:orders"],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{x}:case", "10", "STREAM", "{x}:orders"],
+    );
+    let last_but_one = "18446744073709551615-18446744073709551614";
+    ok::<String>(&mut con, &["XADD", "{x}:orders", last_but_one, "f", "v"]);
+    let full = [
+        "SECKILL.MDEDUCT",
+        "2",
+        "{x}:phone",
+        "1",
+        "{x}:case",
+        "1",
+        "ann",
+        "o1",
+    ];
+    assert!(error(&mut con, &full).contains("exhausted the last possible ID"));
+    let last_id = |con: &mut Connection| -> String {
+        let info: Vec<Value> = ok(con, &["XINFO", "STREAM", "{x}:orders"]);
+        let at = info
+            .iter()
+            .position(|field| *field == Value::BulkString(b"last-generated-id".to_vec()))
+            .unwrap();
+        redis::from_redis_value(info[at + 1].clone()).unwrap()
+    };
+    assert_eq!(last_id(&mut con), last_but_one);
+    assert_eq!(
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", "{x}:phone", "bob", "1", "ID", "o2"]
+        ),
+        9
+    );
+    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    let mut on_replica = replica.client();
+    for stream in ["{s}:orders", "{x}:orders"] {
+        let on_master: Vec<Value> = ok(&mut con, &["XRANGE", stream, "-", "+"]);
+        let there: Vec<Value> = ok(&mut on_replica, &["XRANGE", stream, "-", "+"]);
+        assert_eq!(there, on_master, "{stream}");
+    }
+    let keys = |con: &mut Connection| -> i64 { ok(con, &["DBSIZE"]) };
+    assert_eq!(keys(&mut on_replica), keys(&mut con));
+}

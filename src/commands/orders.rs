@@ -233,7 +233,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             fence_repeat(ctx);
         }
         for line in &judged {
-            if let Line::Refused(code) = line {
+            if let Line::Refused(code) | Line::Known(code @ CANCELLED) = line {
                 stats::count_deduct_reply(*code);
             }
         }

@@ -272,6 +272,14 @@ impl<'ctx> StreamKey<'ctx> {
         }
     }
 
+    /// Deletes the whole key: a stream this step created and emptied again.
+    pub fn delete_key(&mut self) {
+        if let Some(delete) = redis_api!(RedisModule_DeleteKey) {
+            // SAFETY: the key is open for writing.
+            unsafe { delete(self.key.key) };
+        }
+    }
+
     /// Trims the stream to about `maxlen` entries.
     pub fn trim(&mut self, maxlen: i64) {
         if let Some(trim) = redis_api!(RedisModule_StreamTrimByLength) {
