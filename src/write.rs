@@ -105,8 +105,9 @@ pub fn write_item<'a>(
 }
 
 /// [`write_item`] on an item its command opened itself (with
-/// [`ItemKey::open_read`]), to answer some calls before any of this.
-#[inline(always)]
+/// [`ItemKey::open_read`]), to answer some calls before any of this. Not
+/// inlined into the command: its judge is, which saves moving the
+/// decision it builds.
 pub fn write_opened<'a>(
     ctx: &Context,
     name: &Arg,
@@ -178,7 +179,7 @@ pub fn write_items<'a>(
     for ((name, item), decision) in names.iter().zip(&items).zip(&decisions) {
         prepared.push(match (item, decision) {
             (Some(item), Some(decision)) => {
-                Some(plan(ctx, name, item, decision, SETTLE_PER_WRITE, false)?.0)
+                Some(plan(ctx, name, item, decision, SETTLE_PER_WRITE)?)
             }
             _ => None,
         });
@@ -296,8 +297,9 @@ fn prepare<'ctx>(
     decision: &Decision,
     settle_budget: usize,
 ) -> Result<Prepared<'ctx>, RedisError> {
-    let (mut prepared, events) = plan(ctx, name, item, decision, settle_budget, true)?;
+    let mut prepared = plan(ctx, name, item, decision, settle_budget)?;
     if let Some((stream, _)) = prepared.stream.as_mut() {
+        let events = item.events(&prepared.settle, &decision.change, decision.moment);
         stream.check_room(ctx, events.len())?;
         for event in &events {
             stream.append(name.as_bytes(), event)?;
@@ -307,18 +309,17 @@ fn prepare<'ctx>(
 }
 
 /// Picks the lapsed holds to settle, and opens the order stream its events
-/// go to, checking everything that could refuse them (the stream's type,
-/// slot and migration, the caller's right to write it) but its room. The
-/// events themselves when `with_events`. Changes nothing.
+/// go to, counting them and checking everything that could refuse them
+/// (the stream's type, slot and migration, the caller's right to write it)
+/// but its room. Changes nothing.
 #[inline(always)]
-fn plan<'ctx, 'i>(
+fn plan<'ctx>(
     ctx: &'ctx Context,
     name: &Arg,
-    item: &'i SaleItem,
-    decision: &'i Decision,
+    item: &SaleItem,
+    decision: &Decision,
     settle_budget: usize,
-    with_events: bool,
-) -> Result<(Prepared<'ctx>, Vec<crate::sale_item::EventView<'i>>), RedisError> {
+) -> Result<Prepared<'ctx>, RedisError> {
     let Decision { change, moment, .. } = decision;
     let moment = *moment;
     // Only the server that decides releases lapsed holds; its replicas and
@@ -341,11 +342,10 @@ fn plan<'ctx, 'i>(
         }
         _ => Vec::new(),
     };
-    let mut kept_events = Vec::new();
     let stream = match (moment.now(), item.order_stream()) {
         (Some(_), Some(stream_setting)) => {
-            let events = item.events(&settle, change, moment);
-            if events.is_empty() {
+            let events = item.events(&settle, change, moment).len();
+            if events == 0 {
                 None
             } else {
                 if !stream_setting.confirmed
@@ -353,25 +353,20 @@ fn plan<'ctx, 'i>(
                 {
                     return Err(RedisError::Str(crate::errors::ERR_STREAM_UNCONFIRMED));
                 }
-                let stream = OrderStream::open(ctx, name.as_bytes(), stream_setting)?;
-                let count = events.len();
-                if with_events {
-                    kept_events = events;
-                }
-                Some((stream, count))
+                Some((
+                    OrderStream::open(ctx, name.as_bytes(), stream_setting)?,
+                    events,
+                ))
             }
         }
         _ => None,
     };
-    Ok((
-        Prepared {
-            settle,
-            lapsing,
-            stream,
-            later: 0,
-        },
-        kept_events,
-    ))
+    Ok(Prepared {
+        settle,
+        lapsing,
+        stream,
+        later: 0,
+    })
 }
 
 /// The part of a commit that cannot fail: applies the prepared write and

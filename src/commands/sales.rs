@@ -101,7 +101,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         && options.hold.is_none()
         && options.decided_at.is_none()
         && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
-    let judge = |item: &SaleItem, moment: Moment| {
+    let with_deadline = options.with_deadline;
+    let deadline = &deadline;
+    let judge = move |item: &SaleItem, moment: Moment| {
         // Moved in whole, so that the rewrite outlives the call.
         let rewrite_slot = rewrite_slot;
         check_configured_id_length(ctx, item, user, options.request_id)?;
@@ -205,7 +207,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     match reply {
         Ok(RedisValue::Integer(code)) => {
             stats::count_deduct_reply(code);
-            if !options.with_deadline {
+            if !with_deadline {
                 return reply;
             }
             let deadline = deadline.get().map_or(RedisValue::Null, RedisValue::Integer);

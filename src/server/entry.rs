@@ -68,12 +68,13 @@ pub(crate) use entry_point;
 /// a sale's hot path (a purchase, a sold-out answer), goes to the server
 /// at once; anything else through the crate's reply.
 pub fn send(context: &Context, result: redis_module::RedisResult) -> c_int {
-    match result {
-        Ok(redis_module::RedisValue::Integer(figure)) => {
-            raw::reply_with_long_long(context.ctx, figure) as c_int
-        }
-        result => context.reply(result) as c_int,
+    // Not dropped on the integer path, which owns nothing: dropping a
+    // reply is a call into its drop glue.
+    let result = std::mem::ManuallyDrop::new(result);
+    if let Ok(redis_module::RedisValue::Integer(figure)) = *result {
+        return raw::reply_with_long_long(context.ctx, figure) as c_int;
     }
+    context.reply(std::mem::ManuallyDrop::into_inner(result)) as c_int
 }
 
 /// Tells a server that asks where the command's keys are (a keys-position

@@ -99,6 +99,7 @@ impl<'ctx> ItemKey<'ctx> {
         }
     }
 
+    #[inline]
     fn value(&self) -> Result<Option<*mut SaleItem>, WrongType> {
         let (Some(get_type), Some(get_value)) = (
             redis_api!(RedisModule_ModuleTypeGetType),
@@ -121,6 +122,7 @@ impl<'ctx> ItemKey<'ctx> {
         Ok((!value.is_null()).then_some(value))
     }
 
+    #[inline]
     pub fn item(&self) -> Result<Option<&SaleItem>, WrongType> {
         // SAFETY: Redis owns the value until the key is closed, and the
         // borrow ends with `self`.
@@ -129,6 +131,7 @@ impl<'ctx> ItemKey<'ctx> {
 
     /// The item for changing in place. A key opened with `open_read` must be
     /// followed by [`super::signal_modified`] if the item did change.
+    #[inline]
     pub fn item_mut(&mut self) -> Result<Option<&mut SaleItem>, WrongType> {
         // SAFETY: as in `item`; commands run on the main thread only, so
         // nothing else reaches the value while we hold it.
