@@ -93,6 +93,23 @@ pub fn watch(item: &SaleItem, db: c_int, key: &[u8], deadline: i64) {
 /// Drops the entry of an item being freed. Runs on whatever thread frees
 /// the value (UNLINK and FLUSHALL ASYNC free in the background).
 pub fn forget(item: &SaleItem) {
+    for part in item.variants() {
+        forget_one(&part.item);
+    }
+    forget_one(item);
+}
+
+/// Registers every part of `item` with pending holds (the item itself, or
+/// each of its variants), due at `due` of its earliest deadline.
+pub fn watch_parts(item: &SaleItem, db: c_int, key: &[u8], due: impl Fn(i64) -> i64) {
+    for part in item.parts() {
+        if let Some(deadline) = part.next_deadline() {
+            watch(part, db, key, due(deadline));
+        }
+    }
+}
+
+fn forget_one(item: &SaleItem) {
     let id = address(item);
     let mut registry = registry();
     registry.lost.remove(&id);
@@ -123,13 +140,17 @@ pub fn any_lost() -> bool {
 /// Registers `item`, found at `key` of database `db` by the search, if it
 /// is one looked for; true if it was.
 pub fn found(item: &SaleItem, db: c_int, key: &[u8]) -> bool {
-    if registry().lost.remove(&address(item)).is_none() {
-        return false;
+    let mut any = false;
+    for part in item.parts() {
+        if registry().lost.remove(&address(part)).is_none() {
+            continue;
+        }
+        any = true;
+        if let Some(deadline) = part.next_deadline() {
+            watch(part, db, key, deadline);
+        }
     }
-    if let Some(deadline) = item.next_deadline() {
-        watch(item, db, key, deadline);
-    }
-    true
+    any
 }
 
 /// Ends a search pass over every database. An item missing since before

@@ -143,6 +143,8 @@ fn order_keys(ctx: &Context, args: &[server::Arg]) {
 const KEY: Arg = Arg::key(c"key", 0);
 const REQUEST_ID: Arg = Arg::string(c"request_id");
 const STREAM_MAXLEN: Arg = Arg::integer(c"maxlen").token(c"MAXLEN").optional();
+/// The variant of an item with variants a call is about.
+const VARIANT: Arg = Arg::string(c"variant").token(c"VARIANT").optional();
 
 /// Every command, in one place: name, entry point, flags, and the docs
 /// the server enforces (arity) and shows (`COMMAND DOCS`, `redis-cli`
@@ -168,9 +170,29 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                     KEY,
                     Arg::one_of(
                         c"stock",
-                        &[Arg::integer(c"stock"), Arg::keyword(c"unlimited", c"UNLIMITED")],
+                        &[
+                            Arg::integer(c"stock"),
+                            Arg::keyword(c"unlimited", c"UNLIMITED"),
+                            Arg::block(
+                                c"variants",
+                                &[
+                                    Arg::integer(c"numvariants").token(c"VARIANTS"),
+                                    Arg::block(
+                                        c"variant",
+                                        &[Arg::string(c"name"), Arg::string(c"variant-stock")],
+                                    )
+                                    .multiple(),
+                                ],
+                            ),
+                        ],
                     ),
                     Arg::integer(c"limit").token(c"LIMIT").optional(),
+                    Arg::block(
+                        c"variantlimit",
+                        &[Arg::string(c"name").token(c"VARIANTLIMIT"), Arg::integer(c"variant-limit")],
+                    )
+                    .optional()
+                    .multiple(),
                     Arg::unix_time(c"start-ms").token(c"START").optional(),
                     Arg::unix_time(c"end-ms").token(c"END").optional(),
                     Arg::block(
@@ -201,7 +223,18 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                 complexity: c"O(1), O(log T) with a transfer id where T is the number of transfers",
                 arity: -3,
                 keys: ITEM_READ_AND_UPDATED,
-                args: &[KEY, Arg::integer(c"qty"), Arg::string(c"transfer_id").token(c"ID").optional()],
+                args: &[
+                    KEY,
+                    Arg::integer(c"qty"),
+                    Arg::one_of(
+                        c"to",
+                        &[
+                            Arg::string(c"transfer_id").token(c"ID"),
+                            Arg::string(c"variant").token(c"VARIANT"),
+                        ],
+                    )
+                    .optional(),
+                ],
             },
         },
         Command {
@@ -226,6 +259,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                         ],
                     )
                     .optional(),
+                    VARIANT,
                     Arg::keyword(c"withdeadline", c"WITHDEADLINE").optional(),
                 ],
             },
@@ -305,9 +339,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Returns the remaining stock of a sale item",
                 complexity: c"O(1)",
-                arity: 2,
+                arity: -2,
                 keys: ITEM_READ,
-                args: &[KEY],
+                args: &[KEY, VARIANT],
             },
         },
         Command {
@@ -317,9 +351,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Returns the units a user holds now",
                 complexity: c"O(1)",
-                arity: 3,
+                arity: -3,
                 keys: ITEM_READ,
-                args: &[KEY, Arg::string(c"user")],
+                args: &[KEY, Arg::string(c"user"), VARIANT],
             },
         },
         Command {
@@ -341,9 +375,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Returns the counters of a sale item",
                 complexity: c"O(1)",
-                arity: 2,
+                arity: -2,
                 keys: ITEM_READ,
-                args: &[KEY],
+                args: &[KEY, VARIANT],
             },
         },
         Command {
@@ -400,6 +434,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                     KEY,
                     Arg::integer(c"cursor"),
                     Arg::integer(c"count").token(c"COUNT").optional(),
+                    VARIANT,
                 ],
             },
         },

@@ -147,7 +147,7 @@ impl<'ctx> OrderStream<'ctx> {
         let at = now_ms().to_string();
         let stock = event.stock.to_string();
         let until = event.until.map(|deadline| deadline.to_string());
-        let mut fields: [&[u8]; 16] = [
+        let mut fields: [&[u8]; 18] = [
             b"event",
             event.kind.as_bytes(),
             b"item",
@@ -162,17 +162,25 @@ impl<'ctx> OrderStream<'ctx> {
             at.as_bytes(),
             b"stock",
             stock.as_bytes(),
-            b"until",
+            b"",
+            b"",
+            b"",
             b"",
         ];
-        // `until` only on an event that has a deadline (a hold).
-        let fields = match &until {
-            Some(until) => {
-                fields[15] = until.as_bytes();
-                &fields[..]
+        // `until` only on an event that has a deadline (a hold), `variant`
+        // only on one of an item with variants.
+        let mut len = 14;
+        for (field, value) in [
+            (&b"until"[..], until.as_ref().map(|until| until.as_bytes())),
+            (&b"variant"[..], event.variant),
+        ] {
+            if let Some(value) = value {
+                fields[len] = field;
+                fields[len + 1] = value;
+                len += 2;
             }
-            None => &fields[..14],
-        };
+        }
+        let fields = &fields[..len];
         // Kept until the entry is replicated or taken back, and freed then;
         // a refused entry's go at once.
         let mut fields = Strings::new(ctx, fields).ok_or(RedisError::Str(ERR_STREAM_FULL))?;

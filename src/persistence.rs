@@ -41,9 +41,7 @@ pub fn rdb_load(rdb: &mut Io, encver: c_int) -> Option<Box<SaleItem>> {
             }
             // Registered at the address it keeps as the key's value.
             let item = Box::new(item);
-            if let Some(deadline) = item.next_deadline() {
-                schedule_loaded(rdb, &item, deadline);
-            }
+            schedule_loaded(rdb, &item);
             Some(item)
         }
         Err(DecodeError(reason)) => {
@@ -86,9 +84,12 @@ fn load_item(rdb: &mut Io, encver: c_int) -> Result<SaleItem, DecodeError> {
 
 /// Puts an item loaded with pending holds (from an RDB file, a full sync or
 /// RESTORE) on the sweep's registry, under the key it is loaded into.
-fn schedule_loaded(rdb: &Io, item: &SaleItem, deadline: i64) {
+fn schedule_loaded(rdb: &Io, item: &SaleItem) {
+    if item.earliest_deadline().is_none() {
+        return;
+    }
     if let Some((key, db)) = rdb.key_and_db() {
-        crate::hold_registry::watch(item, db, key, deadline);
+        crate::hold_registry::watch_parts(item, db, key, |deadline| deadline);
     }
 }
 
@@ -115,6 +116,27 @@ pub fn mem_usage(item: &SaleItem, allocated: Option<usize>) -> usize {
 /// DEBUG DIGEST: the item's counters, stream and transfers, then each
 /// record as a sequence of its own.
 pub fn digest(item: &SaleItem, digest: &mut Digest) {
+    if item.has_variants() {
+        // The item's own limit, then each variant under its name, each
+        // record of it named with it too: a record moved to another
+        // variant changes the digest.
+        digest.add_integer(item.stats().limit);
+        digest.add_integer(item.variants().len() as i64);
+        for variant in item.variants() {
+            digest.add_bytes(&variant.name);
+        }
+        digest.end_sequence();
+        for variant in item.variants() {
+            digest_part(&variant.item, &variant.name, digest);
+        }
+        return;
+    }
+    digest_part(item, b"", digest);
+}
+
+/// The digest of one item that sells, its records prefixed with `variant`
+/// (empty for an item without variants, whose digest stays as it was).
+fn digest_part(item: &SaleItem, variant: &[u8], digest: &mut Digest) {
     let stats = item.stats();
     for field in [
         stats.stock,
@@ -175,16 +197,22 @@ pub fn digest(item: &SaleItem, digest: &mut Digest) {
     // sequences in an order-independent way, so hash-table order does not
     // change the digest, and each call to the digest hashes (SHA1), so a
     // record costs two, as a field of a hash does.
-    let mut record = Vec::with_capacity(2 * MAX_ID_LEN + 64);
-    for (user, units) in item.buyers() {
+    let mut record = Vec::with_capacity(3 * MAX_ID_LEN + 64);
+    let start_record = |record: &mut Vec<u8>| {
         record.clear();
+        if !variant.is_empty() {
+            put_digest_id(record, variant);
+        }
+    };
+    for (user, units) in item.buyers() {
+        start_record(&mut record);
         put_digest_id(&mut record, user);
         record.extend_from_slice(&units.to_le_bytes());
         digest.add_bytes(&record);
         digest.end_sequence();
     }
     for (id, request) in item.requests() {
-        record.clear();
+        start_record(&mut record);
         put_digest_id(&mut record, id);
         put_digest_id(&mut record, request.user);
         for field in [request.qty, request.reply, request.deadline] {
@@ -252,9 +280,9 @@ pub fn copy<'a>(
     if copied.is_partly_loaded() {
         count_partly_loaded();
     }
-    if let Some(deadline) = copied.next_deadline() {
+    if copied.earliest_deadline().is_some() {
         if let Some((key, to_db)) = target() {
-            crate::hold_registry::watch(&copied, to_db, key, deadline);
+            crate::hold_registry::watch_parts(&copied, to_db, key, |deadline| deadline);
         }
     }
     copied

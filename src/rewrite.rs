@@ -18,6 +18,7 @@ pub static AT: Keyword = Keyword::new(c"AT");
 pub static PXAT: Keyword = Keyword::new(c"PXAT");
 pub static TO: Keyword = Keyword::new(c"TO");
 pub static TAKEN: Keyword = Keyword::new(c"TAKEN");
+pub static VARIANT: Keyword = Keyword::new(c"VARIANT");
 
 /// A command to replicate, built argument by argument.
 pub struct Rewrite<'a> {

@@ -14,6 +14,7 @@ mod ledger;
 mod radix;
 mod scan;
 mod transfer;
+mod variants;
 #[cfg(test)]
 pub use judged_and_applied::{Lapsed, Restock};
 
@@ -27,6 +28,7 @@ pub use ledger::RequestView;
 use ledger::{LazyLedger, Lookup};
 pub use scan::{ScanRecord, Status};
 pub use transfer::{Take, Transfer, Transfers, MAX_DESTINATION_LEN};
+pub use variants::{Quota, Variant, VariantSpec, MAX_VARIANTS};
 
 /// Longest user id or request id accepted, in bytes. Ids are stored per
 /// purchase, so the bound keeps one hostile client from inflating an item.
@@ -276,6 +278,13 @@ struct Rare {
     chunks_due: Option<codec::Expected>,
     /// Stock moved to and from other parts of a split item.
     transfers: Transfers,
+    /// The variants an item sells instead of a stock of its own.
+    variants: Vec<Variant>,
+    /// While an item with variants is rebuilt chunk by chunk: its header,
+    /// whose variants are not all in yet.
+    variants_due: Option<Box<codec::VariantsHeader>>,
+    /// The name a variant is sold under, kept with it for its events.
+    variant_label: Option<Box<[u8]>>,
 }
 
 impl SaleItem {
@@ -320,6 +329,9 @@ impl SaleItem {
 
     /// Marks the order stream as named by bytes nobody vouched for.
     pub fn distrust_order_stream(&mut self) {
+        for variant in self.variants_mut() {
+            variant.item.distrust_order_stream();
+        }
         if let Some(stream_setting) = self
             .rare
             .as_mut()
@@ -331,6 +343,9 @@ impl SaleItem {
 
     /// Marks the order stream as vouched for by a caller allowed to write it.
     pub fn confirm_order_stream(&mut self) {
+        for variant in self.variants_mut() {
+            variant.item.confirm_order_stream();
+        }
         if let Some(stream_setting) = self
             .rare
             .as_mut()
@@ -481,9 +496,12 @@ impl SaleItem {
     /// Items whose freeing takes long enough to be worth doing off the
     /// main thread (UNLINK, FLUSHALL ASYNC) report their record count.
     pub fn record_count(&self) -> usize {
-        self.ledger
-            .buyer_count()
-            .saturating_add(self.ledger.request_count())
+        self.variants().iter().fold(
+            self.ledger
+                .buyer_count()
+                .saturating_add(self.ledger.request_count()),
+            |count, variant| count.saturating_add(variant.item.record_count()),
+        )
     }
 
     /// True while an index of the ledger is moving entries to a bigger
@@ -503,6 +521,16 @@ impl SaleItem {
                     .as_ref()
                     .map_or(0, |stream_setting| stream_setting.stream.len())
                 + rare.transfers.heap_usage()
+                + rare
+                    .variants
+                    .iter()
+                    .map(|variant| {
+                        std::mem::size_of::<Variant>()
+                            + variant.name.len()
+                            + std::mem::size_of::<SaleItem>()
+                            + variant.item.heap_usage()
+                    })
+                    .sum::<usize>()
         });
         self.ledger.memory_usage() + rare
     }
@@ -526,6 +554,7 @@ impl PartialEq for SaleItem {
             && self.sorted_content() == other.sorted_content()
             && self.transfers().filter(|t| !t.is_empty())
                 == other.transfers().filter(|t| !t.is_empty())
+            && self.variants() == other.variants()
     }
 }
 
@@ -538,6 +567,7 @@ impl std::fmt::Debug for SaleItem {
             .field("stats", &self.stats())
             .field("buyers", &buyers)
             .field("requests", &requests)
+            .field("variants", &self.variants())
             .finish()
     }
 }

@@ -11,9 +11,7 @@
 //! looked for by a scan of the keyspace, a bucket at a time. Each timer
 //! step stops after a fixed time, whatever it found.
 
-use crate::hold_registry::{
-    any_lost, end_search_pass, found, mark_lost, next_due, swap_dbs, watch,
-};
+use crate::hold_registry::{any_lost, end_search_pass, found, mark_lost, next_due, swap_dbs};
 use crate::server::context::{self, call_later, in_db, DbScan};
 use crate::server::{now_ms, selected_db, Arg, ItemKey};
 use crate::stats;
@@ -87,9 +85,7 @@ fn follow_moved_items(ctx: &Context) {
         in_db(ctx, db, &key, |name| {
             let item_key = ItemKey::open_read(ctx, name);
             if let Ok(Some(item)) = item_key.item() {
-                if let Some(deadline) = item.next_deadline() {
-                    watch(item, db, name.as_bytes(), deadline);
-                }
+                crate::hold_registry::watch_parts(item, db, name.as_bytes(), |deadline| deadline);
             }
         });
     }
@@ -241,9 +237,7 @@ fn search_lost_items(ctx: &Context, started: Instant, budget: Duration) {
 fn retry_later(ctx: &Context, name: &Arg, at: i64) {
     let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
-        if item.next_deadline().is_some() {
-            watch(item, selected_db(ctx), name.as_bytes(), at);
-        }
+        crate::hold_registry::watch_parts(item, selected_db(ctx), name.as_bytes(), |_| at);
     }
 }
 
@@ -252,8 +246,8 @@ fn retry_later(ctx: &Context, name: &Arg, at: i64) {
 fn rewatch(ctx: &Context, name: &Arg, retry: i64) {
     let item_key = ItemKey::open_read(ctx, name);
     if let Ok(Some(item)) = item_key.item() {
-        if let Some(deadline) = item.next_deadline() {
-            watch(item, selected_db(ctx), name.as_bytes(), deadline.min(retry));
-        }
+        crate::hold_registry::watch_parts(item, selected_db(ctx), name.as_bytes(), |deadline| {
+            deadline.min(retry)
+        });
     }
 }

@@ -69,7 +69,7 @@ pub struct Decision<'a> {
 /// stream is judged alike at any moment, so the hot path of a plain sale
 /// asks neither the server's role nor its clock.
 pub fn moment_of(ctx: &Context, item: &SaleItem) -> Moment {
-    let untimed = item.next_deadline().is_none()
+    let untimed = item.earliest_deadline().is_none()
         && item.window().is_always_open()
         && item.order_stream().is_none();
     if untimed || master_decided(ctx) {
@@ -90,10 +90,61 @@ pub enum Judgement<'a> {
 /// Runs a write on the item at `name`: `judge` looks at the item and
 /// answers (nothing changes) or decides a change, and
 /// `reply` turns the applied change's figure into the reply. A missing item
-/// answers `-3`.
+/// answers `-3`; an item with variants is refused (see [`write_part`]).
 pub fn write_item<'a>(
     ctx: &Context,
     name: &Arg,
+    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
+    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
+) -> RedisResult {
+    write_part(ctx, name, Part::Own, judge, reply)
+}
+
+/// Which part of an item a write is made to.
+#[derive(Clone, Copy)]
+pub enum Part<'a> {
+    /// The item's own stock: an item with variants has none, and refuses.
+    Own,
+    /// The item as a whole: its settings, given to every variant too.
+    Whole,
+    /// The variant of this name, or the item's own stock if given none.
+    Variant(Option<&'a [u8]>),
+    /// The part that recorded this request id (the item itself, for an
+    /// unknown id of an item with variants: it records nothing).
+    OfRequest(&'a [u8]),
+}
+
+/// The part of `item` a write goes to, or why none.
+pub fn part_of<'i>(item: &'i mut SaleItem, part: Part) -> Result<&'i mut SaleItem, RedisError> {
+    use crate::errors::{ERR_NO_SUCH_VARIANT, ERR_NO_VARIANTS, ERR_VARIANT_NEEDED};
+    match part {
+        Part::Whole => Ok(item),
+        Part::Own | Part::Variant(None) if item.has_variants() => {
+            Err(RedisError::Str(ERR_VARIANT_NEEDED))
+        }
+        Part::Own | Part::Variant(None) => Ok(item),
+        Part::Variant(Some(_)) if !item.has_variants() => Err(RedisError::Str(ERR_NO_VARIANTS)),
+        Part::Variant(Some(name)) => {
+            let index = item
+                .variant_index(name)
+                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?;
+            item.variant_mut(index)
+                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))
+        }
+        Part::OfRequest(request_id) => match item.variant_of_request(request_id) {
+            Some(index) => item
+                .variant_mut(index)
+                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT)),
+            None => Ok(item),
+        },
+    }
+}
+
+/// [`write_item`] on one part of the item at `name`.
+pub fn write_part<'a>(
+    ctx: &Context,
+    name: &Arg,
+    part: Part,
     judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
     reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
 ) -> RedisResult {
@@ -101,6 +152,7 @@ pub fn write_item<'a>(
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
+    let item = part_of(item, part)?;
     write_opened(ctx, name, item, judge, reply)
 }
 
@@ -154,6 +206,9 @@ pub fn write_items<'a>(
         .iter_mut()
         .map(ItemKey::item_mut)
         .collect::<Result<_, _>>()?;
+    if items.iter().flatten().any(|item| item.has_variants()) {
+        return Err(RedisError::Str(crate::errors::ERR_VARIANTS_UNSUPPORTED));
+    }
     // One item under two names would be changed through two borrows.
     for (place, item) in items.iter().enumerate() {
         let Some(item) = item else { continue };
@@ -544,8 +599,24 @@ pub enum Swept {
 /// item registered as `id`, through the same path as every write.
 pub fn sweep_step(ctx: &Context, name: &Arg, id: usize, now: i64, budget: usize) -> Swept {
     let mut key = ItemKey::open_read(ctx, name);
-    let Ok(Some(item)) = key.item_mut() else {
+    let Ok(Some(whole)) = key.item_mut() else {
         return Swept::Gone;
+    };
+    // An item with variants is registered by its variants.
+    let item = if whole.has_variants() {
+        let Some(index) = (0..whole.variants().len()).find(|index| {
+            whole
+                .variant(*index)
+                .is_some_and(|part| part as *const SaleItem as usize == id)
+        }) else {
+            return Swept::Gone;
+        };
+        match whole.variant_mut(index) {
+            Some(part) => part,
+            None => return Swept::Gone,
+        }
+    } else {
+        whole
     };
     if item as *const SaleItem as usize != id {
         return Swept::Gone;

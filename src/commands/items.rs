@@ -6,9 +6,12 @@ use super::*;
 use crate::hash_slot::key_slot;
 use crate::order_stream;
 use crate::rewrite::{self, Rewrite};
-use crate::sale_item::{Change, SaleItem, Stock, StreamSetting, Verdict, Window, UNLIMITED_STOCK};
+use crate::sale_item::{
+    Change, SaleItem, Stock, StreamSetting, VariantSpec, Verdict, Window, MAX_VARIANTS,
+    UNLIMITED_STOCK,
+};
 use crate::server::{now_ms, Arg, ItemKey};
-use crate::write::{master_decided, publish, write_item, Effect, Judgement, Published};
+use crate::write::{master_decided, publish, write_part, Effect, Judgement, Part, Published};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// When an INIT-created item expires.
@@ -26,6 +29,8 @@ struct InitOptions {
     window: Window,
     stream_setting: Option<StreamSetting>,
     replace: bool,
+    /// VARIANTLIMIT name n: a variant's own per-user cap.
+    variant_limits: Vec<(Vec<u8>, i64)>,
 }
 
 impl InitOptions {
@@ -36,6 +41,7 @@ impl InitOptions {
             window: Window::default(),
             stream_setting: None,
             replace: false,
+            variant_limits: Vec::new(),
         };
         let mut limit_seen = false;
         let (mut start, mut end) = (None, None);
@@ -59,6 +65,17 @@ impl InitOptions {
             }
             if option.is_keyword("STREAM") && stream.is_none() {
                 stream = Some(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?);
+                continue;
+            }
+            if option.is_keyword("VARIANTLIMIT") {
+                let variant = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+                let limit = integer(args.next().ok_or(RedisError::Str(ERR_SYNTAX))?)?;
+                if limit < 0 {
+                    return Err(RedisError::Str(ERR_BAD_LIMIT));
+                }
+                options
+                    .variant_limits
+                    .push((variant.as_bytes().to_vec(), limit));
                 continue;
             }
             if option.is_keyword("MAXLEN") && maxlen.is_none() {
@@ -158,13 +175,72 @@ fn parse_stock(arg: &Arg) -> Result<Stock, RedisError> {
     }
 }
 
+/// The variants `SECKILL.INIT key VARIANTS count name stock ...` declares,
+/// the arguments that declared them (after `VARIANTS`) and those after.
+struct ParsedVariants<'a> {
+    specs: Vec<VariantSpec<'a>>,
+    args: &'a [Arg<'a>],
+    rest: &'a [Arg<'a>],
+}
+
+fn parse_variants<'a>(args: &'a [Arg<'a>]) -> Result<ParsedVariants<'a>, RedisError> {
+    let [count, rest @ ..] = args else {
+        return Err(RedisError::Str(ERR_SYNTAX));
+    };
+    let count = usize::try_from(integer(count)?)
+        .ok()
+        .filter(|count| (1..=MAX_VARIANTS).contains(count))
+        .ok_or(RedisError::Str(ERR_BAD_VARIANTS))?;
+    let (pairs, options) = rest
+        .split_at_checked(2 * count)
+        .ok_or(RedisError::Str(ERR_SYNTAX))?;
+    let specs = pairs
+        .chunks_exact(2)
+        .map(|pair| {
+            Ok(VariantSpec {
+                name: pair[0].as_bytes(),
+                stock: parse_stock(&pair[1])?,
+                limit: 0,
+            })
+        })
+        .collect::<Result<Vec<_>, RedisError>>()?;
+    Ok(ParsedVariants {
+        specs,
+        args: &args[..1 + 2 * count],
+        rest: options,
+    })
+}
+
 /// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
+/// SECKILL.INIT key VARIANTS count name stock [name stock ...] [VARIANTLIMIT name n ...] [...]
 pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, stock_arg, options_args @ ..] = args else {
+    let [_, name, stock_arg, after_stock @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
-    let stock = parse_stock(stock_arg)?;
+    let (sold, variant_args, options_args) = if stock_arg.is_keyword("VARIANTS") {
+        let parsed = parse_variants(after_stock)?;
+        (Err(parsed.specs), parsed.args, parsed.rest)
+    } else {
+        (Ok(parse_stock(stock_arg)?), &[][..], after_stock)
+    };
     let options = InitOptions::parse(options_args)?;
+    let new_item = match sold {
+        Ok(_) if !options.variant_limits.is_empty() => {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        }
+        Ok(stock) => SaleItem::new(stock, options.limit),
+        Err(mut specs) => {
+            for (variant, limit) in &options.variant_limits {
+                let spec = specs
+                    .iter_mut()
+                    .find(|spec| spec.name == variant.as_slice())
+                    .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?;
+                spec.limit = *limit;
+            }
+            SaleItem::with_variants(&specs, options.limit)
+                .map_err(|_| RedisError::Str(ERR_BAD_VARIANTS))?
+        }
+    };
     if let Some(stream_setting) = &options.stream_setting {
         check_stream_setting(ctx, name, stream_setting)?;
     }
@@ -184,9 +260,15 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
         ),
     };
     let mut key = ItemKey::open_write(ctx, name);
-    let mut item = SaleItem::new(stock, options.limit);
+    let mut item = new_item;
     item.set_window(options.window);
     item.set_order_stream(options.stream_setting.clone());
+    for variant in item.variants_mut() {
+        variant.item.set_window(options.window);
+        variant
+            .item
+            .set_order_stream(options.stream_setting.clone());
+    }
     if !key.store(item) {
         return Err(RedisError::Str(ERR_STORE));
     }
@@ -204,7 +286,11 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
             // The command as sent, with EX or PX replaced by PXAT.
             let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.INIT"));
             rewrite.string(name).string(stock_arg);
-            // Every option but REPLACE takes a value, as parsed above.
+            for variant_arg in variant_args {
+                rewrite.string(variant_arg);
+            }
+            // Every option but REPLACE takes a value, and VARIANTLIMIT
+            // two, as parsed above.
             let mut rest = options_args.iter();
             while let Some(option) = rest.next() {
                 if option.is_keyword("REPLACE") {
@@ -214,6 +300,11 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                 if option.is_keyword("EX") || option.is_keyword("PX") {
                     rewrite.option(&rewrite::PXAT, unix_ms);
                     rest.next();
+                } else if option.is_keyword("VARIANTLIMIT") {
+                    rewrite.string(option);
+                    for value in rest.by_ref().take(2) {
+                        rewrite.string(value);
+                    }
                 } else {
                     rewrite.string(option);
                     if let Some(value) = rest.next() {
@@ -237,8 +328,13 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
 
 /// SECKILL.ADD key qty
 pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let mut variant = None;
     let (name, qty, transfer) = match args {
         [_, name, qty] => (name, qty, None),
+        [_, name, qty, keyword, named] if keyword.is_keyword("VARIANT") => {
+            variant = Some(named.as_bytes());
+            (name, qty, None)
+        }
         [_, name, qty, keyword, transfer_id, rest @ ..] if keyword.is_keyword("ID") => {
             // AT ms: the moment the master judged the call at, for the stock
             // the transfer replies. Only the master and the AOF send it.
@@ -260,9 +356,10 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     if let Some((transfer_id, decided_at)) = transfer {
         return receive_transfer(ctx, name, qty, transfer_id, decided_at);
     }
-    write_item(
+    write_part(
         ctx,
         name,
+        Part::Variant(variant),
         |item, moment| {
             Ok(match item.judge_add(qty, moment)? {
                 Verdict::Answer(remaining) => Judgement::Answer(RedisValue::Integer(remaining)),
@@ -282,9 +379,10 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let window = Window::new(integer(start)?, integer(end)?)?;
-    write_item(
+    write_part(
         ctx,
         name,
+        Part::Whole,
         |item, moment| {
             // The same window again changes nothing: nothing to replicate.
             if item.window() == window {
@@ -318,9 +416,10 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
     if let Some(stream_setting) = &stream_setting {
         check_stream_setting(ctx, name, stream_setting)?;
     }
-    write_item(
+    write_part(
         ctx,
         name,
+        Part::Whole,
         |item, moment| {
             if item.order_stream() == stream_setting.as_ref() {
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));

@@ -4,7 +4,7 @@
 use super::*;
 use crate::hold_registry;
 use crate::persistence;
-use crate::sale_item::codec::{is_header, DecodeError};
+use crate::sale_item::codec::{is_header, is_variants_header, DecodeError, VariantsHeader};
 use crate::sale_item::SaleItem;
 use crate::server::context::{in_db, scan_db};
 use crate::server::{selected_db, Arg, ItemKey};
@@ -26,9 +26,18 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
     }
     let payload = payload.as_bytes();
     let bad_chunk = |DecodeError(reason)| bad_chunk(reason);
-    if is_header(payload) {
-        let (mut item, expected) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
-        item.begin_chunked_load(expected).map_err(bad_chunk)?;
+    let variant_begins = is_header(payload) && {
+        let key = ItemKey::open_read(ctx, name);
+        matches!(key.item(), Ok(Some(item)) if item.awaits_variant())
+    };
+    if is_variants_header(payload) || (is_header(payload) && !variant_begins) {
+        let item = if is_variants_header(payload) {
+            SaleItem::begin_variants_load(VariantsHeader::decode(payload).map_err(bad_chunk)?)
+        } else {
+            let (mut item, expected) = SaleItem::decode_header(payload).map_err(bad_chunk)?;
+            item.begin_chunked_load(expected).map_err(bad_chunk)?;
+            item
+        };
         let partly_loaded_item = item.is_partly_loaded();
         let mut key = ItemKey::open_write(ctx, name);
         key.item()?;
@@ -59,9 +68,7 @@ pub fn load_chunk(ctx: &Context, args: &[Arg]) -> RedisResult {
             discard_item(ctx, name, error.0);
             return Err(bad_chunk(error));
         }
-        if let Some(deadline) = item.next_deadline() {
-            hold_registry::watch(item, selected_db(ctx), name.as_bytes(), deadline);
-        }
+        hold_registry::watch_parts(item, selected_db(ctx), name.as_bytes(), |deadline| deadline);
     }
     let published = Published {
         confirmed: None,

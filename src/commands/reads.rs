@@ -1,7 +1,7 @@
 //! Read-only commands: GET, BOUGHT, HOLDS, INFO, SCAN, STATUS.
 
 use super::*;
-use crate::sale_item::ScanRecord;
+use crate::sale_item::{SaleItem, ScanRecord};
 use crate::server::{now_ms, reply, Arg, ItemKey};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
@@ -17,19 +17,31 @@ pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let mut pending: Vec<_> = item.pending_holds(now_ms(), user).collect();
+    let now = now_ms();
+    let mut pending: Vec<_> = item
+        .parts()
+        .flat_map(|part| {
+            part.pending_holds(now, user)
+                .map(move |(request_id, request)| (request_id, request, part.variant_label()))
+        })
+        .collect();
     // Ties between equal deadlines go by request id, not by where each
     // record happens to sit in memory, so a replica lists them alike.
-    pending.sort_by(|(a_id, a), (b_id, b)| (a.deadline, a_id).cmp(&(b.deadline, b_id)));
+    pending.sort_by(|(a_id, a, _), (b_id, b, _)| (a.deadline, a_id).cmp(&(b.deadline, b_id)));
     let holds = pending
         .into_iter()
-        .map(|(request_id, request)| {
-            RedisValue::Array(vec![
+        .map(|(request_id, request, variant)| {
+            let mut hold = vec![
                 RedisValue::StringBuffer(request_id.to_vec()),
                 RedisValue::StringBuffer(request.user.to_vec()),
                 RedisValue::Integer(request.qty),
                 RedisValue::Integer(request.deadline),
-            ])
+            ];
+            // The variant, on an item that has them.
+            if let Some(variant) = variant {
+                hold.push(RedisValue::StringBuffer(variant.to_vec()));
+            }
+            RedisValue::Array(hold)
         })
         .collect();
     Ok(RedisValue::Array(holds))
@@ -39,20 +51,28 @@ pub fn holds(ctx: &Context, args: &[Arg]) -> RedisResult {
 /// a whole item of millions would stop the server.
 pub const SCAN_MOST: usize = 10_000;
 
-/// SECKILL.SCAN key cursor [COUNT count]: up to `count` records (10 by
-/// default, at most `SCAN_MOST`) from `cursor` on, as
+/// SECKILL.SCAN key cursor [COUNT count] [VARIANT name]: up to `count`
+/// records (10 by default, at most `SCAN_MOST`) from `cursor` on, as
 /// [next-cursor, [record ...]]; the cursor 0 starts a scan, and a reply of
 /// 0 ends it. A buyer is ["buyer", user, units]; a request id
-/// ["request", id, user, qty, status, deadline].
+/// ["request", id, user, qty, status, deadline]. An item with variants is
+/// scanned a variant at a time.
 pub fn scan(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let (name, cursor, count) = match args {
-        [_, name, cursor] => (name, cursor, None),
-        [_, name, cursor, keyword, count] if keyword.is_keyword("COUNT") => {
-            (name, cursor, Some(count))
-        }
-        [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
-        _ => return Err(RedisError::WrongArity),
+    let [_, name, cursor, options @ ..] = args else {
+        return Err(RedisError::WrongArity);
     };
+    let (mut count, mut variant) = (None, None);
+    let mut options = options.iter();
+    while let Some(option) = options.next() {
+        let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+        if option.is_keyword("COUNT") && count.is_none() {
+            count = Some(value);
+        } else if option.is_keyword("VARIANT") && variant.is_none() {
+            variant = Some(value.as_bytes());
+        } else {
+            return Err(RedisError::Str(ERR_SYNTAX));
+        }
+    }
     let cursor = std::str::from_utf8(cursor.as_bytes())
         .ok()
         .and_then(|text| text.parse::<u64>().ok())
@@ -72,6 +92,7 @@ pub fn scan(ctx: &Context, args: &[Arg]) -> RedisResult {
             RedisValue::Array(Vec::new()),
         ]));
     };
+    let item = read_part(item, variant, false)?;
     let (records, next) = item
         .scan(cursor, count, now_ms())
         .map_err(|_| RedisError::Str(ERR_INVALID_CURSOR))?;
@@ -121,8 +142,13 @@ pub fn status(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let report = item.request_report(request_id, now_ms());
-    reply::map(ctx, 4);
+    let variant = item.variant_of_request(request_id);
+    let part = variant
+        .and_then(|index| item.variant(index))
+        .unwrap_or(item);
+    let report = part.request_report(request_id, now_ms());
+    // The variant, on an item that has them.
+    reply::map(ctx, if item.has_variants() { 5 } else { 4 });
     reply::bytes(ctx, b"status");
     reply::simple(
         ctx,
@@ -137,16 +163,59 @@ pub fn status(ctx: &Context, args: &[Arg]) -> RedisResult {
     reply::integer(ctx, report.map_or(0, |report| report.qty));
     reply::bytes(ctx, b"deadline");
     reply::integer(ctx, report.map_or(0, |report| report.deadline));
+    if item.has_variants() {
+        reply::bytes(ctx, b"variant");
+        match part.variant_label() {
+            Some(label) => reply::bytes(ctx, label),
+            None => reply::null(ctx),
+        }
+    }
     Ok(RedisValue::NoReply)
 }
 
-/// SECKILL.GET key
+/// The `VARIANT name` a read may end with.
+fn variant_option<'a>(rest: &'a [Arg<'a>]) -> Result<Option<&'a [u8]>, RedisError> {
+    match rest {
+        [] => Ok(None),
+        [keyword, name] if keyword.is_keyword("VARIANT") => Ok(Some(name.as_bytes())),
+        _ => Err(RedisError::Str(ERR_SYNTAX)),
+    }
+}
+
+/// What a read with `variant` reads of `item`: the variant named, or the
+/// item (the sum of its variants, where `whole` allows it).
+fn read_part<'i>(
+    item: &'i SaleItem,
+    variant: Option<&[u8]>,
+    whole: bool,
+) -> Result<&'i SaleItem, RedisError> {
+    match variant {
+        None if whole || !item.has_variants() => Ok(item),
+        None => Err(RedisError::Str(ERR_VARIANT_NEEDED)),
+        Some(_) => {
+            let index = variant_place(item, variant)?;
+            item.variant(index)
+                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))
+        }
+    }
+}
+
+/// SECKILL.GET key [VARIANT name]: the stock; of an item with variants,
+/// theirs added up, or the one named.
 pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name] = args else {
+    let [_, name, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
+    let variant = variant_option(rest)?;
     let key = ItemKey::open_read(ctx, name);
-    Ok(match key.item()? {
+    let item = match key.item()? {
+        Some(item) => Some(read_part(item, variant, true)?),
+        None => None,
+    };
+    Ok(match item {
+        Some(item) if item.has_variants() => {
+            RedisValue::Integer(item.total_stats_at(now_ms()).stock)
+        }
         Some(item) if item.next_deadline().is_some() => {
             RedisValue::Integer(item.remaining_at(now_ms()))
         }
@@ -155,14 +224,23 @@ pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
     })
 }
 
-/// SECKILL.BOUGHT key user
+/// SECKILL.BOUGHT key user [VARIANT name]: the units `user` holds; of an
+/// item with variants, across them, or of the one named.
 pub fn bought(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, user] = args else {
+    let [_, name, user, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
     let user = id(user, ERR_BAD_USER)?;
+    let variant = variant_option(rest)?;
     let key = ItemKey::open_read(ctx, name);
-    Ok(match key.item()? {
+    let item = match key.item()? {
+        Some(item) => Some(read_part(item, variant, true)?),
+        None => None,
+    };
+    Ok(match item {
+        Some(item) if item.has_variants() => {
+            RedisValue::Integer(item.total_bought_at(user, now_ms()))
+        }
         Some(item) if item.next_deadline().is_some() => {
             RedisValue::Integer(item.bought_at(user, now_ms()))
         }
@@ -178,16 +256,23 @@ enum Field<'a> {
     Bytes(Option<&'a [u8]>),
 }
 
-/// SECKILL.INFO key
+/// SECKILL.INFO key [VARIANT name]: the item's counters; of an item with
+/// variants, theirs added up (its own `limit`), or the named one's.
 pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name] = args else {
+    let [_, name, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
+    let variant = variant_option(rest)?;
     let key = ItemKey::open_read(ctx, name);
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let stats = stats_now(item);
+    let item = read_part(item, variant, true)?;
+    let stats = if item.has_variants() {
+        item.total_stats_at(now_ms())
+    } else {
+        stats_now(item)
+    };
     let count = |n: usize| Field::Integer(i64::try_from(n).unwrap_or(i64::MAX));
     let stream = item.order_stream();
     // Fields added later come after the older ones, so that clients
@@ -221,6 +306,7 @@ pub fn info(ctx: &Context, args: &[Arg]) -> RedisResult {
             "stream_confirmed",
             Field::Integer(i64::from(stream.is_some_and(|setting| setting.confirmed))),
         ),
+        ("variants", count(item.variants().len())),
     ];
     // Replied by hand to keep the field order: a map under RESP3, a flat
     // field/value array under RESP2.

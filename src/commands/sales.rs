@@ -2,13 +2,15 @@
 
 use super::*;
 use crate::rewrite::{self, Rewrite};
-use crate::sale_item::{Change, Confirmation, Deduction, Moment, Order, SaleItem, Status, Verdict};
+use crate::sale_item::{
+    Change, Confirmation, Deduction, Moment, Order, Quota, SaleItem, Status, Verdict,
+};
 use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    fence_repeat, master_decided, write_item, write_opened, Decision, Effect, Judgement,
-    NO_SUCH_ITEM,
+    fence_repeat, master_decided, moment_of, part_of, write_opened, write_part, Decision, Effect,
+    Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
@@ -22,6 +24,7 @@ enum Hold {
     Until(i64),
 }
 
+#[derive(Clone, Copy)]
 struct DeductOptions<'a> {
     request_id: Option<&'a [u8]>,
     /// The request id as the server passed it, to replicate as it is.
@@ -33,6 +36,8 @@ struct DeductOptions<'a> {
     decided_at: Option<i64>,
     /// WITHDEADLINE: reply the hold's deadline beside the usual figure.
     with_deadline: bool,
+    /// VARIANT name: the variant bought, of an item that has variants.
+    variant: Option<&'a Arg<'a>>,
 }
 
 impl<'a> DeductOptions<'a> {
@@ -43,6 +48,7 @@ impl<'a> DeductOptions<'a> {
             hold: None,
             decided_at: None,
             with_deadline: false,
+            variant: None,
         };
         let mut args = args.iter();
         while let Some(option) = args.next() {
@@ -69,6 +75,8 @@ impl<'a> DeductOptions<'a> {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
+            } else if is(b"VARIANT") && options.variant.is_none() {
+                options.variant = Some(value);
             } else if is(b"AT") && options.decided_at.is_none() && from_master() {
                 options.decided_at = Some(integer(value)?);
             } else {
@@ -82,8 +90,35 @@ impl<'a> DeductOptions<'a> {
     }
 }
 
+/// What a purchase of one variant is judged with besides the variant: the
+/// whole item's moment, replicated moment and earliest deadline, and the
+/// quota across variants, all read before the variant is opened for the
+/// write.
+#[derive(Clone, Copy)]
+struct AcrossVariants {
+    moment: Moment,
+    anchor: i64,
+    earliest_deadline: Option<i64>,
+    quota: Quota,
+}
+
+/// The moment a DEDUCT is judged at, from the moment the pipeline gives
+/// (`base`): where this server applies its master's call as sent, it reads
+/// no clock and judges the call at the item's replicated moment
+/// (`anchor`), which the master keeps alike (see `deduct`). A relative
+/// hold on an item no clock judged before is judged at this server's
+/// clock where it decides.
+fn deduct_moment(ctx: &Context, base: Moment, options: &DeductOptions, anchor: i64) -> Moment {
+    let relative_hold = matches!(options.hold, Some(Hold::For(_)));
+    match base.or_decided(options.decided_at) {
+        Moment::Untimed if relative_hold && !master_decided(ctx) => Moment::Now(now_ms()),
+        Moment::Untimed => Moment::Decided(anchor),
+        moment => moment,
+    }
+}
+
 /// SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds | HOLDUNTIL unix-ms]
-/// [WITHDEADLINE]
+/// [VARIANT name] [WITHDEADLINE]
 pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, user_arg, qty_arg, options @ ..] = args else {
         return Err(RedisError::WrongArity);
@@ -100,23 +135,30 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let plain = options.request_id.is_none()
         && options.hold.is_none()
         && options.decided_at.is_none()
+        && options.variant.is_none()
         && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
     let with_deadline = options.with_deadline;
     let deadline = &deadline;
+    let across_variants: Cell<Option<AcrossVariants>> = Cell::new(None);
+    let across_variants = &across_variants;
     let judge = move |item: &SaleItem, moment: Moment| {
         // Moved in whole, so that the rewrite outlives the call.
         let rewrite_slot = rewrite_slot;
         check_configured_id_length(ctx, item, user, options.request_id)?;
         let relative_hold = matches!(options.hold, Some(Hold::For(_)));
-        // Where this server applies its master's call as sent, it reads no
-        // clock: it judges the call at the item's replicated moment, which
-        // the master keeps alike (see below). A relative hold on an item no
-        // clock judged before is judged at this server's clock where it
-        // decides.
-        let moment = match moment.or_decided(options.decided_at) {
-            Moment::Untimed if relative_hold && !master_decided(ctx) => Moment::Now(now_ms()),
-            Moment::Untimed => Moment::Decided(item.replicated_moment()),
-            moment => moment,
+        let (moment, anchor, earliest_deadline, quota) = match across_variants.get() {
+            Some(across) => (
+                across.moment,
+                across.anchor,
+                across.earliest_deadline,
+                across.quota,
+            ),
+            None => (
+                deduct_moment(ctx, moment, &options, item.replicated_moment()),
+                item.replicated_moment(),
+                item.next_deadline(),
+                Quota::default(),
+            ),
         };
         let hold_until = match options.hold {
             None => None,
@@ -134,7 +176,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             request_id: options.request_id,
             hold_until,
         };
-        let mut change = match item.judge_deduct(order, moment)? {
+        let mut change = match item.judge_deduct_within(order, moment, quota)? {
             Verdict::Answer(deduction) => {
                 if matches!(deduction, Deduction::Replayed { .. } | Deduction::Cancelled) {
                     fence_repeat(ctx);
@@ -159,14 +201,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         // item keeps that moment as its replicated one, on replicas too: in
         // a flash sale, with many calls a millisecond on one item, most go
         // as they came.
-        let anchor = item.replicated_moment();
         let as_sent = match moment.now() {
             None => true,
             Some(now) if now == anchor => true,
             Some(_) if relative_hold => false,
-            Some(now) => item
-                .next_deadline()
-                .is_none_or(|deadline| deadline > now.max(anchor)),
+            Some(now) => earliest_deadline.is_none_or(|deadline| deadline > now.max(anchor)),
         };
         let mut sent_at = options.decided_at;
         let effect = match moment.now() {
@@ -175,6 +214,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 rewrite.string(name).string(user_arg).string(qty_arg);
                 if let Some(request_arg) = options.request_arg {
                     rewrite.keyword(&rewrite::ID).string(request_arg);
+                }
+                if let Some(variant) = options.variant {
+                    rewrite.keyword(&rewrite::VARIANT).string(variant);
                 }
                 if let Some(unix_ms) = hold_until {
                     rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
@@ -199,7 +241,25 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let mut key = ItemKey::open_read(ctx, name);
     let reply = match key.item_mut()? {
         None => Ok(RedisValue::Integer(NO_SUCH_ITEM)),
-        Some(item) if plain && item.sold_out_for(qty) => Ok(RedisValue::Integer(NOT_ENOUGH_STOCK)),
+        Some(item) if plain && item.sold_out_for(qty) && !item.has_variants() => {
+            Ok(RedisValue::Integer(NOT_ENOUGH_STOCK))
+        }
+        Some(item) if options.variant.is_some() || item.has_variants() => {
+            let variant = options.variant.map(Arg::as_bytes);
+            let index = variant_place(item, variant)?;
+            let anchor = item.latest_replicated_moment();
+            let moment = deduct_moment(ctx, moment_of(ctx, item), &options, anchor);
+            across_variants.set(Some(AcrossVariants {
+                moment,
+                anchor,
+                earliest_deadline: item.earliest_deadline(),
+                quota: item.quota(index, user, options.request_id, moment)?,
+            }));
+            let part = part_of(item, Part::Variant(variant))?;
+            write_opened(ctx, name, part, judge, |_, remaining, _| {
+                RedisValue::Integer(remaining)
+            })
+        }
         Some(item) => write_opened(ctx, name, item, judge, |_, remaining, _| {
             RedisValue::Integer(remaining)
         }),
@@ -261,9 +321,10 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
     let detail = detail_flag(rest)?;
-    write_item(
+    write_part(
         ctx,
         name,
+        Part::OfRequest(request_id),
         |item, moment| {
             Ok(match item.judge_confirm(request_id, moment) {
                 Verdict::Answer(confirmation) => {
@@ -300,9 +361,13 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         .iter()
         .map(|request_id| id(request_id, ERR_BAD_REQUEST))
         .collect::<Result<Vec<_>, _>>()?;
-    write_item(
+    // On an item with variants, the holds of the first id's variant: the
+    // sweep releases one variant's at a time.
+    let first = request_ids.first().copied().unwrap_or_default();
+    write_part(
         ctx,
         name,
+        Part::OfRequest(first),
         |item, moment| {
             Ok(match item.judge_release(&request_ids, moment) {
                 Verdict::Answer(released) => Judgement::Answer(RedisValue::Integer(released)),
@@ -322,9 +387,10 @@ pub fn refund(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let request_id = id(request_id, ERR_BAD_REQUEST)?;
     let detail = detail_flag(rest)?;
-    write_item(
+    write_part(
         ctx,
         name,
+        Part::OfRequest(request_id),
         |item, moment| {
             Ok(match item.judge_refund(request_id, moment)? {
                 Verdict::Answer(units) => {

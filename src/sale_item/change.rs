@@ -16,6 +16,7 @@
 //! [`settle_plan`]: SaleItem::settle_plan
 
 use super::ledger::{Buyer, Lookup, NewRequest, RequestState};
+use super::variants::Quota;
 use super::{Confirmation, Deduction, ItemError, Moment, SaleItem, Stock, StreamSetting, Window};
 use std::collections::HashSet;
 
@@ -191,10 +192,23 @@ impl SaleItem {
     }
 
     /// Judges a DEDUCT at `moment`.
+    #[inline]
     pub fn judge_deduct<'a>(
         &self,
         order: Order<'a>,
         moment: Moment,
+    ) -> Result<Verdict<'a, Deduction>, ItemError> {
+        self.judge_deduct_within(order, moment, Quota::default())
+    }
+
+    /// Judges a DEDUCT at `moment` of a variant, which must also respect
+    /// the `quota` of the item that has it (see `variants`).
+    #[inline]
+    pub fn judge_deduct_within<'a>(
+        &self,
+        order: Order<'a>,
+        moment: Moment,
+        quota: Quota,
     ) -> Result<Verdict<'a, Deduction>, ItemError> {
         let Order {
             user,
@@ -262,6 +276,9 @@ impl SaleItem {
             Some(_) => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
             None if self.limit > 0 => return Ok(Verdict::Answer(Deduction::LimitExceeded)),
             None => return Err(ItemError::Overflow),
+        }
+        if quota.exceeded_by(held, qty) {
+            return Ok(Verdict::Answer(Deduction::LimitExceeded));
         }
         // The buyer's lapsed holds stay for the sweep to release: the
         // record keeps counting them until then, and must have room.
@@ -474,6 +491,9 @@ impl SaleItem {
             }
             Change::Window(window) => {
                 self.set_window(window);
+                for variant in self.variants_mut() {
+                    variant.item.set_window(window);
+                }
                 1
             }
             Change::Take {
@@ -490,6 +510,9 @@ impl SaleItem {
             Change::Settle(transfer_id) => self.apply_settle(transfer_id),
             Change::Import(records) => self.apply_import(records),
             Change::StreamSetting(stream_setting) => {
+                for variant in self.variants_mut() {
+                    variant.item.set_order_stream(stream_setting.clone());
+                }
                 self.set_order_stream(stream_setting);
                 1
             }

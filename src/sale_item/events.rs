@@ -18,6 +18,8 @@ pub struct EventView<'s> {
     /// A hold's deadline (Unix ms), as `SECKILL.HOLDS` reports it; `None`
     /// for every other kind.
     pub until: Option<i64>,
+    /// The variant of an item with variants the event is about.
+    pub variant: Option<&'s [u8]>,
 }
 
 impl SaleItem {
@@ -30,6 +32,7 @@ impl SaleItem {
         moment: Moment,
     ) -> Vec<EventView<'s>> {
         let stock = self.virtual_stock(self.lapsing(moment, None).0);
+        let variant = self.variant_label();
         let request_event = |kind, handle: u32, stock| {
             let request = self.ledger.request(handle);
             EventView {
@@ -39,6 +42,7 @@ impl SaleItem {
                 request_id: self.ledger.request_id(handle),
                 stock,
                 until: None,
+                variant,
             }
         };
         // Lapsed holds count as given back already: their release leaves
@@ -60,6 +64,7 @@ impl SaleItem {
                 stock: purchase.remaining,
                 // The deadline the hold is recorded with.
                 until: purchase.order.hold_until.map(|deadline| deadline.max(0)),
+                variant,
             }),
             Change::Confirm((_, handle)) => events.push(request_event("confirm", *handle, stock)),
             Change::Refund { handle, qty, .. } => {

@@ -9,6 +9,19 @@ use super::*;
 impl SaleItem {
     /// Calls `emit` with the header chunk, then with each record chunk.
     pub fn encode_chunks(&self, mut emit: impl FnMut(&[u8])) {
+        if self.has_variants() {
+            emit(&self.encode_variants_header());
+            for variant in self.variants() {
+                variant.item.encode_own_chunks(&mut emit);
+            }
+            return;
+        }
+        self.encode_own_chunks(&mut emit);
+    }
+
+    /// The chunks of an item that sells a stock of its own (one without
+    /// variants, or a variant).
+    fn encode_own_chunks(&self, emit: &mut dyn FnMut(&[u8])) {
         let mut out = Vec::with_capacity(128);
         out.push(HEADER_TAG);
         out.push(FORMAT_VERSION);

@@ -45,6 +45,9 @@
 //! item's replicated moment (`replicated_moment:i64`, 0 for none) after the
 //! transfers, before the record counts.
 //!
+//! Version 9 adds items with variants: a variants header, then each
+//! variant as an item of its own (see `variants`).
+//!
 //! Older chunks stay readable. Fixed-width integers are little-endian;
 //! varints carry seven bits a byte, low first, at most ten bytes. Every
 //! read is bounds-checked: damaged input yields a [`DecodeError`], never a
@@ -66,15 +69,18 @@ mod legacy;
 mod reader;
 #[cfg(test)]
 mod tests;
+mod variants;
 mod whole_load;
 
+pub use variants::{is_variants_header, VariantsHeader};
 pub use whole_load::WholeLoad;
 
 /// Bumped whenever the layout changes; older versions stay readable.
 /// Version 2 added the sale window, version 3 holds, version 4 the order stream,
 /// version 5 group chunks, version 6 stock transfers, version 7 order
-/// streams not yet confirmed, version 8 the replicated moment.
-pub const FORMAT_VERSION: u8 = 8;
+/// streams not yet confirmed, version 8 the replicated moment, version 9
+/// items with variants (see `variants`).
+pub const FORMAT_VERSION: u8 = 9;
 
 // The header's order stream byte.
 const NO_STREAM: u8 = 0;

@@ -292,6 +292,11 @@ impl HoldBook {
         self.own_due(buyer, at).map(|(hold, _)| hold)
     }
 
+    /// Units in the pending holds of `buyer`.
+    pub fn held_by(&self, buyer: u32) -> i64 {
+        self.holders.get(&buyer).map_or(0, |holder| holder.held)
+    }
+
     /// The holds of `buyer` not due at `at`, earliest first.
     pub fn pending_of(&self, buyer: u32, at: i64) -> impl Iterator<Item = HoldRef> + '_ {
         self.holders

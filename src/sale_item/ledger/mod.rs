@@ -529,6 +529,15 @@ impl Ledger {
             .map(|(handle, units)| (self.id_at(handle), units))
     }
 
+    /// Buyers holding at least one unit, with their units not in pending
+    /// holds.
+    pub fn units_outside_holds(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        self.holder_handles().map(|(handle, units)| {
+            let held = self.holds.held_by(handle);
+            (self.id_at(handle), units.saturating_sub(held))
+        })
+    }
+
     /// Buyers holding at least one unit, as the handle of their record
     /// (see [`Buyer::handle`]) and their units, in handle order: one
     /// front-to-back pass over the arena.
