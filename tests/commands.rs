@@ -293,6 +293,7 @@ fn info_lists_every_field_in_order_under_resp2_and_resp3() {
         ("moved_out", 0),
         ("moved_in", 0),
         ("stream_confirmed", 0),
+        ("variants", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))

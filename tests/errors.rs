@@ -79,7 +79,7 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
             SYNTAX.into(),
         ),
         (&["SECKILL.GET"], arity("seckill.get")),
-        (&["SECKILL.GET", "sku:1", "extra"], arity("seckill.get")),
+        (&["SECKILL.GET", "sku:1", "extra"], SYNTAX.into()),
         (&["SECKILL.BOUGHT", "sku:1"], arity("seckill.bought")),
         (&["SECKILL.REFUND", "sku:1"], arity("seckill.refund")),
         (&["SECKILL.INFO"], arity("seckill.info")),

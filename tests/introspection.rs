@@ -169,10 +169,10 @@ fn command_info_declares_arity_flags_and_key_access() {
         ("seckill.refund", -3, "write", &["RW", "update"]),
         ("seckill.window", 4, "write", &["RW", "update"]),
         ("seckill.stream", -2, "write", &["RW", "update"]),
-        ("seckill.get", 2, "readonly", &["RO", "access"]),
-        ("seckill.bought", 3, "readonly", &["RO", "access"]),
+        ("seckill.get", -2, "readonly", &["RO", "access"]),
+        ("seckill.bought", -3, "readonly", &["RO", "access"]),
         ("seckill.holds", -2, "readonly", &["RO", "access"]),
-        ("seckill.info", 2, "readonly", &["RO", "access"]),
+        ("seckill.info", -2, "readonly", &["RO", "access"]),
         ("seckill.take", -5, "write", &["RW", "access", "update"]),
         ("seckill.settle", 3, "write", &["RW", "update"]),
         ("seckill.transfers", 2, "readonly", &["RO", "access"]),
@@ -238,7 +238,7 @@ fn the_server_enforces_arity_before_the_module_runs() {
     let mut con = server.client();
     for (args, command) in [
         (&["SECKILL.GET"][..], "seckill.get"),
-        (&["SECKILL.GET", "a", "b"][..], "seckill.get"),
+        (&["SECKILL.TRANSFERS", "a", "b"][..], "seckill.transfers"),
         (&["SECKILL.DEDUCT", "k", "u"][..], "seckill.deduct"),
         (&["SECKILL.WINDOW", "k", "0"][..], "seckill.window"),
         (&["SECKILL.INIT", "k"][..], "seckill.init"),

@@ -258,6 +258,7 @@ fn an_rdb_written_by_the_first_release_still_loads() {
         ("moved_out", 0),
         ("moved_in", 0),
         ("stream_confirmed", 0),
+        ("variants", 0),
     ]
     .into_iter()
     .map(|(field, value)| (field.to_owned(), value))
@@ -334,6 +335,7 @@ const UNLIMITED: Expected = Expected {
         ("moved_out", 0),
         ("moved_in", 0),
         ("stream_confirmed", 0),
+        ("variants", 0),
     ],
     bought: &[("dave", 3)],
     replays: &[("dave", "3", "order-3", i64::MAX)],
@@ -361,6 +363,7 @@ fn held_item(stream_maxlen: i64) -> Vec<(&'static str, i64)> {
         ("moved_out", 0),
         ("moved_in", 0),
         ("stream_confirmed", i64::from(stream_maxlen != 0)),
+        ("variants", 0),
     ]
 }
 
@@ -426,6 +429,7 @@ fn an_rdb_written_at_format_version_2_still_loads() {
                 ("moved_out", 0),
                 ("moved_in", 0),
                 ("stream_confirmed", 0),
+                ("variants", 0),
             ],
             bought: &[("alice", 2), ("carol", 1), ("bob", 0)],
             replays: &[("alice", "2", "order-1", 8), ("bob", "1", "order-2", -4)],

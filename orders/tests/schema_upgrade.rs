@@ -690,6 +690,23 @@ fn the_table_is_upgraded_while_the_previous_consumer_runs() {
         &sale.stream,
         "new",
     );
+    // The clicks come once the new consumer reads the group: clicked
+    // before, the previous one, reading already, could take them all.
+    seckill_harness::wait_until(
+        "the new consumer to read the group",
+        Duration::from_secs(30),
+        || {
+            let consumers: Vec<Vec<redis::Value>> = ok(
+                &mut con,
+                &["XINFO", "CONSUMERS", &sale.stream, "seckill-orders"],
+            );
+            consumers.iter().any(|fields| {
+                fields.iter().any(|field| {
+                    redis::from_redis_value::<String>(field.clone()).as_deref() == Ok("new")
+                })
+            })
+        },
+    );
     for round in 0..4 {
         sale.clicks(&mut con, &format!("during-{round}"), 30, 1_000);
     }
