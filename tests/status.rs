@@ -438,7 +438,9 @@ fn withdeadline_replies_the_hold_s_deadline_with_the_stock() {
         matches!(reply, Value::Array(ref pair) if pair.len() == 2),
         "{reply:?}"
     );
-    assert_eq!(ok::<i64>(&mut con, &["WAIT", "1", "5000"]), 1);
+    // WAIT on the connection that wrote: another's waits for its own
+    // last write only, which the replica had before it.
+    assert_eq!(ok::<i64>(&mut resp3, &["WAIT", "1", "5000"]), 1);
     let mut on_replica = replica.client();
     assert_eq!(
         status(&mut on_replica, "sku:5", "h2"),

@@ -356,6 +356,8 @@ export declare class ItemInfo {
    * older than that check.
    */
   readonly streamConfirmed: boolean;
+  /** How many variants the item sells (its other counters then add theirs up); 0 for an item without. */
+  readonly variants: number;
 }
 
 // ---- errors -------------------------------------------------------------

@@ -442,6 +442,9 @@ const INFO_FIELDS = [
   // 0 when the order stream came with a RESTORE and is not confirmed yet,
   // or there is none; a module older than that check trusted every stream.
   ['stream_confirmed', 'streamConfirmed', 'bool', true],
+  // How many variants the item sells; 0 for an item without, or from a
+  // module older than variants.
+  ['variants', 'variants', 'int', 0],
 ];
 
 /** The counters of an item, as `info` reports them. */

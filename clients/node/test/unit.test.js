@@ -238,7 +238,8 @@ test('INFO is read from a flat array, an object or a Map alike', () => {
   assert.deepEqual([a.movedOut, a.movedIn], [0, 0]);
   const moved = ItemInfo.fromReply([...flat, 'moved_out', '7', 'moved_in', 5n]);
   assert.deepEqual([moved.movedOut, moved.movedIn], [7, 5]);
-  assert.deepEqual(Object.keys(moved).slice(-3), ['movedOut', 'movedIn', 'streamConfirmed']);
+  assert.deepEqual(Object.keys(moved).slice(-4), ['movedOut', 'movedIn', 'streamConfirmed', 'variants']);
+  assert.equal(moved.variants, 0);
   // A module older than confirmed streams trusted every stream.
   assert.equal(moved.streamConfirmed, true);
   assert.equal(ItemInfo.fromReply([...flat, 'stream_confirmed', 0]).streamConfirmed, false);

@@ -52,7 +52,7 @@ _INFO_INTS = (
 )
 
 # Fields that a module older than stock transfers does not send; they default to 0 there.
-_INFO_INTS_SINCE_TRANSFERS = ("moved_out", "moved_in")
+_INFO_INTS_SINCE_TRANSFERS = ("moved_out", "moved_in", "variants")
 
 
 def _str_if_utf8(value: str | bytes) -> str | bytes:

@@ -338,6 +338,9 @@ class ItemInfo:
     stream_confirmed: bool = True
     """False when the order stream came with a ``RESTORE`` and no user allowed to write it has
     confirmed it yet (or there is no stream); True from a module older than that check."""
+    variants: int = 0
+    """How many variants the item sells (``SECKILL.INIT ... VARIANTS``; its other counters then add
+    theirs up); 0 for an item without, or from a module older than variants."""
 
 
 # Not slots=True: on Python 3.11, Durable[T](...) fails on a frozen generic dataclass with slots.

@@ -196,16 +196,16 @@ def test_info_from_an_older_module(server, key: str, protocol: int) -> None:  # 
         reply = raw.execute_command("SECKILL.INFO", key)
     newer = item_info(reply)
     assert newer is not None and newer.stock == 7
-    # Fields newer modules add after moved_in (stream_confirmed) go too.
-    later = (b"moved_out", b"moved_in", b"stream_confirmed")
+    # Fields newer modules add after moved_in (stream_confirmed, variants) go too.
+    later = (b"moved_out", b"moved_in", b"stream_confirmed", b"variants")
     if protocol == 3:
         assert isinstance(reply, dict)
         older = {name: value for name, value in reply.items() if name not in later}
-        assert len(older) == len(reply) - 3
+        assert len(older) == len(reply) - 4
     else:
         assert isinstance(reply, list)
-        assert reply[-6::2] == list(later)
-        older = reply[:-6]
+        assert reply[-8::2] == list(later)
+        older = reply[:-8]
     # Without stream_confirmed, the stream reads as trusted, as older modules held it.
     assert newer.stream_confirmed is False
     assert item_info(older) == dataclasses.replace(newer, stream_confirmed=True)

@@ -626,6 +626,10 @@ pub struct ItemInfo {
     /// allowed to write it has confirmed it yet, or there is none (true
     /// from a module older than that check, which trusted every stream).
     pub stream_confirmed: bool,
+    /// How many variants the item sells (its other counters then add
+    /// theirs up); 0 for an item without, or from a module older than
+    /// variants.
+    pub variants: i64,
 }
 
 impl FromRedisValue for ItemInfo {
@@ -662,6 +666,7 @@ impl FromRedisValue for ItemInfo {
                 "expired" => &mut info.expired,
                 "buyers" => &mut info.buyers,
                 "requests" => &mut info.requests,
+                "variants" => &mut info.variants,
                 "start" => &mut info.start,
                 "end" => &mut info.end,
                 "stream_maxlen" => &mut info.stream_maxlen,

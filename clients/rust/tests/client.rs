@@ -187,6 +187,7 @@ fn every_command(con: &mut Connection) {
             moved_out: 0,
             moved_in: 0,
             stream_confirmed: true,
+            variants: 0,
         }
     );
     assert!(con
