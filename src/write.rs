@@ -152,8 +152,26 @@ pub fn write_part<'a>(
     let Some(item) = key.item_mut()? else {
         return Ok(RedisValue::Integer(NO_SUCH_ITEM));
     };
-    let item = part_of(item, part)?;
-    write_opened(ctx, name, item, judge, reply)
+    let reply = write_opened(ctx, name, part_of(item, part)?, judge, reply);
+    vouch_whole(item);
+    reply
+}
+
+/// A write by a caller allowed to write the order stream vouches for the
+/// stream of the variant it wrote, and replicates that as `SECKILL.STREAM`
+/// for the whole item: the whole item is vouched for here too, as on its
+/// replicas and in its AOF.
+pub fn vouch_whole(item: &mut SaleItem) {
+    let vouched = |part: &SaleItem| {
+        part.order_stream()
+            .is_some_and(|stream_setting| stream_setting.confirmed)
+    };
+    let variants = item.variants();
+    if variants.iter().any(|variant| vouched(&variant.item))
+        && (!vouched(item) || !variants.iter().all(|variant| vouched(&variant.item)))
+    {
+        item.confirm_order_stream();
+    }
 }
 
 /// [`write_item`] on an item its command opened itself (with
@@ -602,25 +620,25 @@ pub fn sweep_step(ctx: &Context, name: &Arg, id: usize, now: i64, budget: usize)
     let Ok(Some(whole)) = key.item_mut() else {
         return Swept::Gone;
     };
+    let is_id = |item: &SaleItem| item as *const SaleItem as usize == id;
     // An item with variants is registered by its variants.
-    let item = if whole.has_variants() {
-        let Some(index) = (0..whole.variants().len()).find(|index| {
-            whole
-                .variant(*index)
-                .is_some_and(|part| part as *const SaleItem as usize == id)
-        }) else {
-            return Swept::Gone;
-        };
-        match whole.variant_mut(index) {
+    let variant = match whole.has_variants() {
+        true => match (0..whole.variants().len())
+            .find(|index| whole.variant(*index).is_some_and(is_id))
+        {
+            Some(index) => Some(index),
+            None => return Swept::Gone,
+        },
+        false if is_id(whole) => None,
+        false => return Swept::Gone,
+    };
+    let item = match variant {
+        Some(index) => match whole.variant_mut(index) {
             Some(part) => part,
             None => return Swept::Gone,
-        }
-    } else {
-        whole
+        },
+        None => &mut *whole,
     };
-    if item as *const SaleItem as usize != id {
-        return Swept::Gone;
-    }
     if item.next_deadline().is_none_or(|deadline| deadline > now) {
         return Swept::Released { more_due: false };
     }
@@ -630,10 +648,12 @@ pub fn sweep_step(ctx: &Context, name: &Arg, id: usize, now: i64, budget: usize)
         event: None,
         moment: Moment::Now(now),
     };
-    match commit(ctx, name, item, decision, budget) {
+    let outcome = match commit(ctx, name, item, decision, budget) {
         Ok(_) => Swept::Released {
             more_due: item.next_deadline().is_some_and(|deadline| deadline <= now),
         },
         Err(_) => Swept::Refused,
-    }
+    };
+    vouch_whole(whole);
+    outcome
 }

@@ -299,3 +299,58 @@ fn a_late_confirm_or_refund_changes_the_replica_no_more_than_the_master() {
         snapshot(&mut con, "sku:late")
     );
 }
+
+/// RELEASE naming a hold that lapsed here and waits for the sweep, and
+/// one still pending: this server releases the pending one alone (the
+/// lapsed one counts as released already), and so does its replica.
+#[test]
+fn a_release_of_a_lapsed_and_a_pending_hold_releases_the_same_on_the_replica() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<String>(
+        &mut con,
+        &["CONFIG", "SET", "seckill.sweep-interval-ms", "60000"],
+    );
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:rel", "5", "LIMIT", "2"]);
+    let soon = (common::server_now_ms(&mut con) + 100).to_string();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:rel",
+            "u",
+            "1",
+            "ID",
+            "h1",
+            "HOLDUNTIL",
+            &soon,
+        ],
+    );
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "sku:rel",
+            "u",
+            "1",
+            "ID",
+            "h2",
+            "HOLD",
+            "600",
+        ],
+    );
+    let deadline: i64 = soon.parse().unwrap();
+    while common::server_now_ms(&mut con) <= deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.RELEASE", "sku:rel", "h1", "h2"]),
+        1
+    );
+    wait_for_replica(&mut con);
+    assert_eq!(
+        snapshot(&mut replica.client(), "sku:rel"),
+        snapshot(&mut con, "sku:rel")
+    );
+}

@@ -323,16 +323,15 @@ fn holds_lapse_refund_and_confirm_per_variant_alike_on_a_replica_the_aof_and_a_r
     // A copy through DUMP and RESTORE is the same sale, its order stream
     // not vouched for until a caller allowed to write it writes to it.
     common::dump_and_restore(&mut con, "{tee}", "{tee}:copy");
-    let vouched = |(field, _): &(String, i64)| field != "stream_confirmed";
-    let copy = snapshot(&mut con, "{tee}:copy").0;
-    assert_eq!(
-        copy.into_iter().filter(vouched).collect::<Vec<_>>(),
-        on_master
-            .0
-            .iter()
-            .cloned()
-            .filter(vouched)
+    let unvouched = |fields: Vec<(String, i64)>| {
+        fields
+            .into_iter()
+            .filter(|(field, _)| field != "stream_confirmed")
             .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        unvouched(snapshot(&mut con, "{tee}:copy").0),
+        unvouched(on_master.0.clone())
     );
     assert_eq!(info_field(&mut con, "{tee}:copy", "stream_confirmed"), 0);
 }
@@ -479,4 +478,66 @@ fn refusals_name_their_cause_and_change_nothing() {
         ok::<i64>(&mut con, &["SECKILL.GET", "{d}", "VARIANT", "m"]),
         1
     );
+}
+
+/// A write vouching for a restored item's order stream vouches for every
+/// variant's, on the master as on its replica (which receives the vouching
+/// as `SECKILL.STREAM` for the whole item).
+#[test]
+fn a_restored_item_s_stream_is_vouched_for_whole_on_master_and_replica() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "{r}",
+            "VARIANTS",
+            "2",
+            "a",
+            "5",
+            "b",
+            "5",
+            "STREAM",
+            "{r}:orders",
+        ],
+    );
+    common::dump_and_restore(&mut con, "{r}", "{r}:copy");
+    ok::<i64>(&mut con, &["SECKILL.STREAM", "{r}:copy", "{r}:orders"]);
+    ok::<i64>(&mut con, &["DEL", "{r}:copy"]);
+    let payload: Vec<u8> = ok(&mut con, &["DUMP", "{r}"]);
+    ok::<i64>(&mut con, &["DEL", "{r}"]);
+    let restored: String = redis::cmd("RESTORE")
+        .arg("{r}")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .expect("RESTORE");
+    assert_eq!(restored, "OK");
+    assert_eq!(info_field(&mut con, "{r}", "stream_confirmed"), 0);
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "{r}", "ann", "1", "VARIANT", "a"],
+    );
+    for variant in ["a", "b"] {
+        assert_eq!(
+            variant_field(&mut con, "{r}", variant, "stream_confirmed"),
+            1
+        );
+    }
+    assert_eq!(info_field(&mut con, "{r}", "stream_confirmed"), 1);
+    let on_master = snapshot(&mut con, "{r}");
+    wait_for_replica(&mut con);
+    assert_eq!(snapshot(&mut replica.client(), "{r}"), on_master);
+}
+
+/// One integer field of `SECKILL.INFO key VARIANT variant`.
+fn variant_field(con: &mut Connection, key: &str, variant: &str, field: &str) -> i64 {
+    let fields: Vec<Value> = ok(con, &["SECKILL.INFO", key, "VARIANT", variant]);
+    fields
+        .chunks(2)
+        .find(|pair| pair[0] == Value::BulkString(field.as_bytes().to_vec()))
+        .and_then(|pair| redis::from_redis_value(pair[1].clone()).ok())
+        .unwrap_or_else(|| panic!("no {field} in INFO {key} VARIANT {variant}"))
 }

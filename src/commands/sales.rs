@@ -9,8 +9,8 @@ use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    fence_repeat, master_decided, moment_of, part_of, write_opened, write_part, Decision, Effect,
-    Judgement, Part, NO_SUCH_ITEM,
+    fence_repeat, master_decided, moment_of, part_of, vouch_whole, write_opened, write_part,
+    Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
@@ -256,9 +256,11 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 quota: item.quota(index, user, options.request_id, moment)?,
             }));
             let part = part_of(item, Part::Variant(variant))?;
-            write_opened(ctx, name, part, judge, |_, remaining, _| {
+            let reply = write_opened(ctx, name, part, judge, |_, remaining, _| {
                 RedisValue::Integer(remaining)
-            })
+            });
+            vouch_whole(item);
+            reply
         }
         Some(item) => write_opened(ctx, name, item, judge, |_, remaining, _| {
             RedisValue::Integer(remaining)
@@ -351,30 +353,55 @@ pub fn confirm(ctx: &Context, args: &[Arg]) -> RedisResult {
 /// SECKILL.RELEASE key request_id [request_id ...]: lets the named holds
 /// lapse now. The master replicates its releases by clock this way.
 pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, request_ids @ ..] = args else {
+    let [_, name, id_args @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
-    if request_ids.is_empty() {
+    if id_args.is_empty() {
         return Err(RedisError::WrongArity);
     }
-    let request_ids = request_ids
+    let request_ids = id_args
         .iter()
         .map(|request_id| id(request_id, ERR_BAD_REQUEST))
         .collect::<Result<Vec<_>, _>>()?;
     // On an item with variants, the holds of the first id's variant: the
     // sweep releases one variant's at a time.
     let first = request_ids.first().copied().unwrap_or_default();
+    let mut rewrite_slot = None;
+    let rewrite_slot = &mut rewrite_slot;
     write_part(
         ctx,
         name,
         Part::OfRequest(first),
-        |item, moment| {
-            Ok(match item.judge_release(&request_ids, moment) {
-                Verdict::Answer(released) => Judgement::Answer(RedisValue::Integer(released)),
-                Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.expire", moment))
+        move |item, moment| {
+            let rewrite_slot = rewrite_slot;
+            let change = match item.judge_release(&request_ids, moment) {
+                Verdict::Answer(released) => {
+                    return Ok(Judgement::Answer(RedisValue::Integer(released)))
                 }
-            })
+                Verdict::Change(change) => change,
+            };
+            let mut decision = verbatim(change, c"seckill.expire", moment);
+            // The ids of holds this server released, and no other: a
+            // hold lapsed here and not swept yet counts as released
+            // already, and a replica sent every id would release it now,
+            // ahead of this server's sweep.
+            if let Change::Release(holds) = &decision.change {
+                if holds.len() != id_args.len() {
+                    let released: Vec<&[u8]> = holds
+                        .iter()
+                        .map(|hold| item.hold_request_id(*hold))
+                        .collect();
+                    let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.RELEASE"));
+                    rewrite.string(name);
+                    for (request_id, arg) in request_ids.iter().zip(id_args) {
+                        if released.contains(request_id) {
+                            rewrite.string(arg);
+                        }
+                    }
+                    decision.effect = Effect::Rewritten(rewrite);
+                }
+            }
+            Ok(Judgement::Decide(decision))
         },
         |_, released, _| RedisValue::Integer(released),
     )
