@@ -13,10 +13,26 @@ export type SeckillInt = number | bigint | string;
 export type SeckillTime = SeckillInt | Date;
 /** An item's stock: an integer, or UNLIMITED (also "UNLIMITED", Infinity). */
 export type SeckillStock = SeckillInt | typeof UNLIMITED;
+/** A variant's name (1 to 64 bytes): a string or a Buffer; a number (a size such as 42) is sent as its decimal text. */
+export type SeckillVariant = string | Buffer | number | bigint;
+/**
+ * The variants of an item and a value for each (its stock, or its own cap):
+ * a plain object, or a Map (which keeps its order, and may have Buffer or
+ * number names).
+ */
+export type VariantTable<V> = { readonly [name: string]: V } | ReadonlyMap<SeckillVariant, V>;
+/**
+ * `init`'s stock: one stock, or the stocks of the item's variants (sent as
+ * `VARIANTS numvariants name stock ...`), sold under the item's one LIMIT
+ * across them.
+ */
+export type SeckillStocks = SeckillStock | VariantTable<SeckillStock>;
 
 export interface InitOptions {
-  /** Most units one user may hold at once; 0 or absent = no cap. */
+  /** Most units one user may hold at once (on an item with variants: across them); 0 or absent = no cap. */
   limit?: SeckillInt;
+  /** An item with variants: a cap of a variant's own besides `limit` (VARIANTLIMIT name n), by variant name. */
+  variantLimits?: VariantTable<SeckillInt>;
   /** Start of the sale, Unix ms (or a Date). */
   start?: SeckillTime;
   /** End of the sale, Unix ms (or a Date). */
@@ -46,6 +62,18 @@ export interface DeductOptions {
   hold?: SeckillInt;
   /** Reserve the units until this Unix time in ms, or Date (needs requestId); the result then has the hold's `deadline`. */
   holdUntil?: SeckillTime;
+  /**
+   * The variant to buy, on an item with variants (required there; refused on
+   * an item without): SOLD_OUT is that variant's stock, LIMIT_REACHED the
+   * item's limit across variants or the variant's own.
+   */
+  variant?: SeckillVariant;
+}
+
+/** The reads of an item with variants: the whole item (figures added up), or one variant. */
+export interface VariantOptions {
+  /** The variant to report, on an item with variants; absent: the whole item. */
+  variant?: SeckillVariant;
 }
 
 /** One line of an order: `[key, qty]` or `{ key, qty }` (qty 1 when left out). */
@@ -80,6 +108,8 @@ export interface AddOptions {
    * per transfer id; a retry adds nothing and gets the same reply.
    */
   transferId?: SeckillId;
+  /** Restocks one variant of an item with variants (SECKILL.ADD ... VARIANT); not with a transferId. */
+  variant?: SeckillVariant;
 }
 
 export interface TakeOptions {
@@ -250,6 +280,8 @@ export declare class Hold {
   readonly qty: number;
   /** Unix milliseconds. */
   readonly deadline: number;
+  /** The variant held, on an item with variants; null on an item without. */
+  readonly variant: string | Buffer | null;
 }
 
 /** A transfer given out by `take` and not settled yet. Ids are strings, or Buffers when they are not valid UTF-8. */
@@ -287,6 +319,8 @@ export declare class OrderState {
   readonly qty: number;
   /** A hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
   readonly deadline: number;
+  /** The variant bought, on an item with variants (null there when UNKNOWN); null on an item without. */
+  readonly variant: string | Buffer | null;
 }
 
 /** A buyer, as `scan` lists it. The user is a string, or a Buffer when it is not valid UTF-8. */
@@ -324,6 +358,8 @@ export declare class ScanPage {
 export interface ScanOptions {
   /** Records a call: 10 by default, 10,000 at most. */
   count?: SeckillInt;
+  /** The variant whose records to walk: required on an item with variants (each is scanned apart). */
+  variant?: SeckillVariant;
 }
 
 /** An item's counters (SECKILL.INFO), the same under RESP2 and RESP3. */
@@ -412,9 +448,12 @@ export declare class UnavailableError extends SeckillError {}
 
 /** The SECKILL.* commands, each returning R<its value>. */
 export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unknown }> {
-  /** SECKILL.INIT: true if created (or replaced), false if it existed. */
-  init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): R['init'];
-  /** SECKILL.DEDUCT: sells `qty` (default 1) units to `user` (with a hold, the result has its `deadline`). */
+  /**
+   * SECKILL.INIT: true if created (or replaced), false if it existed. `stock`
+   * may be an object or Map of variant name to stock: an item with variants.
+   */
+  init(key: SeckillKey, stock: SeckillStocks, options?: InitOptions): R['init'];
+  /** SECKILL.DEDUCT: sells `qty` (default 1) units to `user` (with a hold, the result has its `deadline`; `variant` on an item with variants). */
   deduct(key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions): R['deduct'];
   /** SECKILL.CONFIRM (with DETAIL): makes a pending hold final, or says why it cannot (refunded, lapsed, unknown id). */
   confirm(key: SeckillKey, requestId: SeckillId): R['confirm'];
@@ -432,25 +471,26 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   confirmOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId): R['confirmOrder'];
   /** SECKILL.MREFUND (with DETAIL): refunds every line of an order that can be; a RefundResult per key. `keys` may be the order's lines. */
   refundOrder(keys: ReadonlyArray<SeckillKey | OrderLine>, requestId: SeckillId): R['refundOrder'];
-  /** SECKILL.ADD: the new stock (with a transferId, once per id; a retry: the same reply); null if no item. */
+  /** SECKILL.ADD: the new stock (with a transferId, once per id; a retry: the same reply; with a variant, that variant's); null if no item. */
   add(key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null): R['add'];
   /** SECKILL.WINDOW (0 or null = open side): true; null if no item. */
   window(key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null): R['window'];
   /** SECKILL.STREAM: sets (or, without a stream key, clears) the order stream; true; null if no item. */
   stream(key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt): R['stream'];
-  /** SECKILL.GET: remaining stock; null if no item. */
-  get(key: SeckillKey): R['get'];
-  /** SECKILL.BOUGHT: units the user holds now; null if no item. */
-  bought(key: SeckillKey, user: SeckillId): R['bought'];
+  /** SECKILL.GET: remaining stock (of an item with variants: theirs added up, or the variant's); null if no item. */
+  get(key: SeckillKey, options?: VariantOptions): R['get'];
+  /** SECKILL.BOUGHT: units the user holds now (across variants, or of the variant); null if no item. */
+  bought(key: SeckillKey, user: SeckillId, options?: VariantOptions): R['bought'];
   /** SECKILL.HOLDS: pending holds, earliest deadline first; null if no item. */
   holds(key: SeckillKey, user?: SeckillId | null): R['holds'];
-  /** SECKILL.INFO: the item's counters; null if no item. */
-  info(key: SeckillKey): R['info'];
+  /** SECKILL.INFO: the item's counters (of an item with variants: theirs added up, or the variant's); null if no item. */
+  info(key: SeckillKey, options?: VariantOptions): R['info'];
   /** SECKILL.STATUS: where the purchase under `requestId` stands (status UNKNOWN if the item never saw it); null if no item. */
   status(key: SeckillKey, requestId: SeckillId): R['status'];
   /**
    * SECKILL.SCAN: one page of the item's records from `cursor` ('0', the
    * default, starts a scan); a missing item gives cursor '0' and no records.
+   * An item with variants is scanned one `variant` at a time.
    */
   scan(key: SeckillKey, cursor?: SeckillInt | null, options?: ScanOptions): R['scan'];
   /**
@@ -503,8 +543,9 @@ export interface SeckillWaitCommands {
 export interface SeckillScanIterator {
   /**
    * Every record of the item, following SECKILL.SCAN's cursor until it is
-   * '0', `count` records a call. Every record there when the scan starts
-   * comes once, however the item changes meanwhile.
+   * '0', `count` records a call (of one `variant`, on an item with
+   * variants). Every record there when the scan starts comes once, however
+   * the item changes meanwhile.
    */
   scanIterator(key: SeckillKey, options?: ScanOptions): AsyncIterableIterator<ScanRecord>;
 }

@@ -4,8 +4,9 @@
 // transformReply's return type. A module call sends one command, so these
 // take no wait: seckillOf(client) (in index.d.ts) gives the commands that do.
 import type {
-  SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStock,
+  SeckillKey, SeckillId, SeckillInt, SeckillTime, SeckillStocks,
   InitOptions, DeductOptions, StreamOptions, AddOptions, TakeOptions, ScanOptions, SeckillValues, OrderLine, OrderOptions,
+  VariantOptions,
 } from './index';
 
 /** The part of node-redis's CommandParser that the commands use. */
@@ -21,7 +22,7 @@ interface ModuleCommand<ARGS extends unknown[], VALUE> {
 }
 
 type Commands = {
-  init: ModuleCommand<[key: SeckillKey, stock: SeckillStock, options?: InitOptions], SeckillValues['init']>;
+  init: ModuleCommand<[key: SeckillKey, stock: SeckillStocks, options?: InitOptions], SeckillValues['init']>;
   deduct: ModuleCommand<[key: SeckillKey, user: SeckillId, qty?: SeckillInt | DeductOptions, options?: DeductOptions], SeckillValues['deduct']>;
   confirm: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['confirm']>;
   release: ModuleCommand<[key: SeckillKey, ...requestIds: Array<SeckillId | SeckillId[]>], SeckillValues['release']>;
@@ -32,10 +33,10 @@ type Commands = {
   add: ModuleCommand<[key: SeckillKey, qty: SeckillInt, options?: AddOptions | SeckillId | null], SeckillValues['add']>;
   window: ModuleCommand<[key: SeckillKey, start: SeckillTime | null, end: SeckillTime | null], SeckillValues['window']>;
   stream: ModuleCommand<[key: SeckillKey, streamKey?: SeckillKey | null, options?: StreamOptions | SeckillInt], SeckillValues['stream']>;
-  get: ModuleCommand<[key: SeckillKey], SeckillValues['get']>;
-  bought: ModuleCommand<[key: SeckillKey, user: SeckillId], SeckillValues['bought']>;
+  get: ModuleCommand<[key: SeckillKey, options?: VariantOptions], SeckillValues['get']>;
+  bought: ModuleCommand<[key: SeckillKey, user: SeckillId, options?: VariantOptions], SeckillValues['bought']>;
   holds: ModuleCommand<[key: SeckillKey, user?: SeckillId | null], SeckillValues['holds']>;
-  info: ModuleCommand<[key: SeckillKey], SeckillValues['info']>;
+  info: ModuleCommand<[key: SeckillKey, options?: VariantOptions], SeckillValues['info']>;
   status: ModuleCommand<[key: SeckillKey, requestId: SeckillId], SeckillValues['status']>;
   scan: ModuleCommand<[key: SeckillKey, cursor?: SeckillInt | null, options?: ScanOptions], SeckillValues['scan']>;
   take: ModuleCommand<[key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null], SeckillValues['take']>;

@@ -71,10 +71,10 @@ function unixSeconds(v, what) {
   return integer(v, what);
 }
 
-function stockArg(v) {
+function stockArg(v, what = 'stock') {
   if (v === UNLIMITED || v === Infinity) return UNLIMITED;
   if (typeof v === 'string' && v.toUpperCase() === UNLIMITED) return UNLIMITED;
-  return integer(v, 'stock');
+  return integer(v, what);
 }
 
 function describe(v) {
@@ -86,6 +86,22 @@ function describe(v) {
 function isOptions(v) {
   return v !== null && typeof v === 'object' && !isBytes(v) && !(v instanceof Date) && !Array.isArray(v);
 }
+
+// Variant names and what goes with each (a stock, a cap): a Map (names may
+// be strings, Buffers or numbers) or a plain object (its keys), read as
+// [name, value] pairs in their iteration order.
+const isNameTable = isOptions;
+
+function namedEntries(table, what) {
+  if (!isNameTable(table)) {
+    throw new TypeError(`${what} must be an object or a Map of variant name to value, got ${describe(table)}`);
+  }
+  return table instanceof Map ? [...table.entries()] : Object.entries(table);
+}
+
+// A variant name (1 to 64 bytes, the server checks): a string or a Buffer;
+// a number (a size such as 42) as its decimal text.
+const variantArg = (v) => bytes(v, 'variant');
 
 function checkOptions(options, allowed, command) {
   if (options === undefined || options === null) return {};
@@ -148,13 +164,30 @@ function withoutWait(callArgs, at) {
 // live in another slot, so it must not take part in routing or in ioredis's
 // same-slot check of cluster pipelines), and the wait asked for, if any.
 
-const INIT_OPTIONS = ['limit', 'start', 'end', 'stream', 'maxlen', 'ex', 'px', 'exat', 'pxat', 'replace'];
+const INIT_OPTIONS = ['limit', 'variantLimits', 'start', 'end', 'stream', 'maxlen', 'ex', 'px', 'exat', 'pxat', 'replace'];
+
+// The stock of init: one stock (an integer, or UNLIMITED), or the stocks of
+// an item's variants, an object or a Map of name to stock, sent as
+// VARIANTS numvariants name stock [name stock ...].
+function stockArgs(stock) {
+  if (!isNameTable(stock)) return [stockArg(stock)];
+  const entries = namedEntries(stock, 'the stocks of init');
+  if (entries.length === 0) throw new TypeError('init needs at least one variant (an empty object or Map was given)');
+  const args = ['VARIANTS', String(entries.length)];
+  for (const [name, s] of entries) args.push(variantArg(name), stockArg(s, `the stock of variant ${String(name)}`));
+  return args;
+}
 
 function buildInit(key, stock, options) {
   const o = checkOptions(options, INIT_OPTIONS, 'init');
-  const args = [bytes(key, 'key'), stockArg(stock)];
+  const args = [bytes(key, 'key'), ...stockArgs(stock)];
   const keys = [0];
   if (given(o.limit)) args.push('LIMIT', integer(o.limit, 'limit'));
+  if (given(o.variantLimits)) {
+    for (const [name, cap] of namedEntries(o.variantLimits, 'variantLimits')) {
+      args.push('VARIANTLIMIT', variantArg(name), integer(cap, `the limit of variant ${String(name)}`));
+    }
+  }
   if (given(o.start)) args.push('START', unixMs(o.start, 'start'));
   if (given(o.end)) args.push('END', unixMs(o.end, 'end'));
   if (given(o.stream)) {
@@ -170,7 +203,7 @@ function buildInit(key, stock, options) {
   return { args, keys };
 }
 
-const DEDUCT_OPTIONS = ['qty', 'requestId', 'hold', 'holdUntil', ...WAIT_OPTIONS];
+const DEDUCT_OPTIONS = ['qty', 'requestId', 'hold', 'holdUntil', 'variant', ...WAIT_OPTIONS];
 
 function buildDeduct(key, user, qty, options) {
   if (isOptions(qty) && options === undefined) {
@@ -183,6 +216,7 @@ function buildDeduct(key, user, qty, options) {
   if (given(o.requestId)) args.push('ID', bytes(o.requestId, 'requestId'));
   if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
   if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
+  if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
   // Only a hold has a deadline: a purchase without one keeps its integer reply.
   if (given(o.hold) || given(o.holdUntil)) args.push('WITHDEADLINE');
   return { args, keys: [0], wait: waitOf(o, 'deduct') };
@@ -282,11 +316,16 @@ function orderKeysBuilder(command) {
   };
 }
 
-// add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId)
+// add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId);
+// add(key, qty, { variant }) restocks one variant (ADD takes ID or VARIANT, not both).
 function buildAdd(key, qty, options) {
-  const o = isOptions(options) ? checkOptions(options, ['transferId'], 'add') : { transferId: options };
+  const o = isOptions(options) ? checkOptions(options, ['transferId', 'variant'], 'add') : { transferId: options };
+  if (given(o.transferId) && given(o.variant)) {
+    throw new TypeError('add takes a transferId or a variant, not both (an item with variants receives no transfers)');
+  }
   const args = [bytes(key, 'key'), integer(qty, 'qty')];
   if (given(o.transferId)) args.push('ID', bytes(o.transferId, 'transferId'));
+  if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
   return { args, keys: [0] };
 }
 
@@ -332,8 +371,22 @@ function buildKeyOnly(key) {
   return { args: [bytes(key, 'key')], keys: [0] };
 }
 
-function buildBought(key, user) {
-  return { args: [bytes(key, 'key'), bytes(user, 'user')], keys: [0] };
+// The reads of the whole item or of one variant: get(key, { variant }),
+// info(key, { variant }), bought(key, user, { variant }).
+function variantReadBuilder(command) {
+  return function buildVariantRead(key, options) {
+    const o = checkOptions(options, ['variant'], command);
+    const args = [bytes(key, 'key')];
+    if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
+    return { args, keys: [0] };
+  };
+}
+
+function buildBought(key, user, options) {
+  const o = checkOptions(options, ['variant'], 'bought');
+  const args = [bytes(key, 'key'), bytes(user, 'user')];
+  if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
+  return { args, keys: [0] };
 }
 
 function buildHolds(key, user) {
@@ -346,11 +399,15 @@ function buildStatus(key, requestId) {
   return { args: [bytes(key, 'key'), bytes(requestId, 'requestId')], keys: [0] };
 }
 
-// scan(key, cursor = '0', { count })
+const SCAN_OPTIONS = ['count', 'variant'];
+
+// scan(key, cursor = '0', { count, variant }) (an item with variants is
+// scanned one variant at a time)
 function buildScan(key, cursor, options) {
-  const o = checkOptions(options, ['count'], 'scan');
+  const o = checkOptions(options, SCAN_OPTIONS, 'scan');
   const args = [bytes(key, 'key'), given(cursor) ? integer(cursor, 'cursor') : '0'];
   if (given(o.count)) args.push('COUNT', integer(o.count, 'count'));
+  if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
   return { args, keys: [0] };
 }
 
@@ -406,7 +463,7 @@ const COMMANDS = [
   { method: 'add', name: 'SECKILL.ADD', readonly: false, build: buildAdd, parse: countOrNull },
   { method: 'window', name: 'SECKILL.WINDOW', readonly: false, build: buildWindow, parse: trueOrNull },
   { method: 'stream', name: 'SECKILL.STREAM', readonly: false, build: buildStream, parse: trueOrNull },
-  { method: 'get', name: 'SECKILL.GET', readonly: true, build: buildKeyOnly, parse: toIntegerOrNull },
+  { method: 'get', name: 'SECKILL.GET', readonly: true, build: variantReadBuilder('get'), parse: toIntegerOrNull },
   { method: 'bought', name: 'SECKILL.BOUGHT', readonly: true, build: buildBought, parse: toIntegerOrNull },
   { method: 'holds', name: 'SECKILL.HOLDS', readonly: true, build: buildHolds, parse: parseHolds },
   { method: 'status', name: 'SECKILL.STATUS', readonly: true, build: buildStatus, parse: OrderState.fromReply },
@@ -415,7 +472,7 @@ const COMMANDS = [
     name: 'SECKILL.INFO',
     readonly: true,
     unprefixes: true,
-    build: buildKeyOnly,
+    build: variantReadBuilder('info'),
     parse: (r, keyPrefix) => (r === null || r === undefined ? null : ItemInfo.fromReply(r, keyPrefix)),
   },
   { method: 'scan', name: 'SECKILL.SCAN', readonly: true, build: buildScan, parse: parseScan },
@@ -431,4 +488,6 @@ const COMMANDS = [
   },
 ];
 
-module.exports = { COMMANDS, bytes, integer, isOptions, checkOptions, buildScan, withoutWait, orderLines, orderKeys };
+module.exports = {
+  COMMANDS, bytes, integer, isOptions, checkOptions, buildScan, SCAN_OPTIONS, withoutWait, orderLines, orderKeys,
+};

@@ -4,16 +4,17 @@
 // Every record there when the scan starts comes once, however the item
 // changes meanwhile; records written during the scan come at its end.
 
-const { buildScan, checkOptions } = require('./commands');
+const { buildScan, checkOptions, SCAN_OPTIONS } = require('./commands');
 
 /**
  * @param {(key: any, cursor: string, options: object) => Promise<{cursor: string, records: any[]}>} scan
  *   one page: the client's scan command
  * @param key the item key
- * @param {{count?: number|bigint|string}} [options] records a call (10 by default, 10,000 at most)
+ * @param {{count?: number|bigint|string, variant?: string|Buffer|number}} [options] count: records a call
+ *   (10 by default, 10,000 at most); variant: the variant whose records to walk (required on an item with variants)
  */
 function scanIterator(scan, key, options) {
-  const o = checkOptions(options, ['count'], 'scanIterator');
+  const o = checkOptions(options, SCAN_OPTIONS, 'scanIterator');
   buildScan(key, '0', o); // wrong arguments throw here, not at the first next()
   return (async function* records() {
     let cursor = '0';

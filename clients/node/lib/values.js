@@ -313,12 +313,14 @@ class Durable {
 
 /** A pending hold, as `holds` lists it. */
 class Hold {
-  constructor(requestId, user, qty, deadline) {
+  constructor(requestId, user, qty, deadline, variant = null) {
     this.requestId = requestId;
     this.user = user;
     this.qty = qty;
     /** Unix milliseconds. */
     this.deadline = deadline;
+    /** The variant held, on an item with variants; null on an item without. */
+    this.variant = variant;
     Object.freeze(this);
   }
 }
@@ -353,7 +355,7 @@ const STATUSES = new Set(Object.values(RequestStatus));
 
 /** Where one purchase stands, as `status` reports it. */
 class OrderState {
-  constructor(status, user, qty, deadline) {
+  constructor(status, user, qty, deadline, variant = null) {
     /** One of `RequestStatus`. */
     this.status = status;
     /** The buyer; null when the status is UNKNOWN. */
@@ -362,6 +364,11 @@ class OrderState {
     this.qty = qty;
     /** A hold's deadline, Unix milliseconds; 0 for a purchase made without a hold. */
     this.deadline = deadline;
+    /**
+     * The variant bought, on an item with variants (null there when UNKNOWN);
+     * null on an item without (its reply has no such field).
+     */
+    this.variant = variant;
     Object.freeze(this);
   }
 
@@ -371,11 +378,13 @@ class OrderState {
     const status = toText(raw.get('status'));
     if (!STATUSES.has(status)) throw unexpected('SECKILL.STATUS', reply);
     const user = raw.get('user');
+    const variant = raw.get('variant');
     return new OrderState(
       status,
       user === null || user === undefined ? null : toId(user),
       toInteger(raw.get('qty')),
       toInteger(raw.get('deadline')),
+      variant === null || variant === undefined ? null : toId(variant),
     );
   }
 }
@@ -553,7 +562,9 @@ function parseHolds(reply) {
   if (!Array.isArray(reply)) throw unexpected('SECKILL.HOLDS', reply);
   return reply.map((h) => {
     if (!Array.isArray(h) || h.length < 4) throw unexpected('SECKILL.HOLDS', reply);
-    return new Hold(toId(h[0]), toId(h[1]), toInteger(h[2]), toInteger(h[3]));
+    // [request_id, user, qty, deadline], and the variant on an item with variants.
+    const variant = h.length >= 5 && h[4] !== null && h[4] !== undefined ? toId(h[4]) : null;
+    return new Hold(toId(h[0]), toId(h[1]), toInteger(h[2]), toInteger(h[3]), variant);
   });
 }
 

@@ -471,6 +471,51 @@ for (const [name, make, prefix] of [
   });
 }
 
+// Items with variants on the three masters: every call (a variant's deduct,
+// the whole item's and one variant's reads, a scan of one variant) reaches
+// the master of its item key, with no MOVED; the variant is not a key.
+async function variantsOnCluster(sk, prefix) {
+  await flushAll();
+  const drops = Array.from({ length: 12 }, (_, i) => `drop:${i}`);
+  const owners = new Set();
+  for (const key of drops) owners.add(await ownerOf(prefix + key));
+  assert.equal(owners.size, 3, 'the items are spread over all masters');
+  await sk.init('warm-up', 1);
+  const moved = await cluster.movedCount();
+  assert.deepEqual(await Promise.all(drops.map((key) => sk.init(key, { 42: 1, 43: 2, 44: 3 }, { limit: 1 }))), drops.map(() => true));
+  const first = await Promise.all(drops.map((key) => sk.deduct(key, 'ana', 1, { requestId: 'o-1', variant: 43, hold: 600 })));
+  assert.deepEqual(first.map(plain), drops.map(() => bought(1)));
+  const second = await Promise.all(drops.map((key) => sk.deduct(key, 'ana', 1, { requestId: 'o-2', variant: 42 })));
+  assert.deepEqual(second.map(plain), drops.map(() => rejected(Outcome.LIMIT_REACHED)));
+  assert.deepEqual(await Promise.all(drops.map((key) => sk.get(key))), drops.map(() => 5));
+  assert.deepEqual(await Promise.all(drops.map((key) => sk.get(key, { variant: 43 }))), drops.map(() => 1));
+  assert.deepEqual(await Promise.all(drops.map((key) => sk.add(key, 1, { variant: 44 }))), drops.map(() => 4));
+  const infos = await Promise.all(drops.map((key) => sk.info(key)));
+  assert.deepEqual(infos.map((i) => [i.variants, i.stock, i.held]), drops.map(() => [3, 6, 1]));
+  const states = await Promise.all(drops.map((key) => sk.status(key, 'o-1')));
+  assert.deepEqual(states.map((st) => [st.status, st.variant]), drops.map(() => ['held', '43']));
+  const holds = await Promise.all(drops.map((key) => sk.holds(key, 'ana')));
+  assert.deepEqual(holds.map((h) => h.map((x) => x.variant)), drops.map(() => ['43']));
+  for (const key of drops.slice(0, 3)) {
+    const records = [];
+    for await (const r of sk.scanIterator(key, { variant: '43' })) records.push(r.type);
+    assert.deepEqual(records, ['buyer', 'request']);
+  }
+  assert.equal(await cluster.movedCount(), moved, 'no MOVED');
+  const owner = await ownerOf(prefix + drops[0]);
+  assert.equal(await owner.command('SECKILL.GET', prefix + drops[0], 'VARIANT', '44'), 4);
+}
+
+for (const [name, make, prefix] of [
+  ['node-redis cluster, RESP3, keyPrefix', async () => seckillOf(await nodeRedisCluster(3, { keyPrefix: 'app:' })), 'app:'],
+  ['ioredis Cluster with enableAutoPipelining and keyPrefix',
+    async () => installSeckill(await ioredisCluster({ enableAutoPipelining: true, keyPrefix: 'app:' })).seckill, 'app:'],
+]) {
+  test(`items with variants on the 3-master cluster, routed by their key: ${name}`, async () => {
+    await variantsOnCluster(await make(), prefix);
+  });
+}
+
 // What the library fixes: ioredis alone does not know where SECKILL.* goes.
 test('without installSeckill, ioredis Cluster misroutes SECKILL.* (the problem this library solves)', async (t) => {
   await flushAll();

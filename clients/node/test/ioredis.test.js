@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
+  commandsScenario, scanScenario, variantsScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
   plain, bought, rejected, plainRefund, refunded, notRefunded, plainOrder, plainConfirmation, plainRefunds, FAR,
 } = require('./helpers/suite');
 const {
@@ -226,7 +226,7 @@ for (const [name, options] of Object.entries({
     assert.equal(values[2], 'OK');
     assert.equal(values[3], 8);
     assert.ok(values[4][0] instanceof Hold);
-    assert.deepEqual({ ...values[4][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR });
+    assert.deepEqual({ ...values[4][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR, variant: null });
     assert.equal(values[5], ConfirmOutcome.CONFIRMED);
     assert.ok(values[6] instanceof ItemInfo);
     assert.equal(values[6].sold, 2);
@@ -367,8 +367,8 @@ test('ids that are not UTF-8 come back as Buffers', async () => {
   assert.deepEqual(plain(await redis.seckill.deduct('{bin}', 'zoë', 1, { requestId: 'ünïcode', holdUntil: FAR })), bought(3));
   const holds = await redis.seckill.holds('{bin}');
   assert.deepEqual(holds.map((h) => ({ ...h })), [
-    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR },
-    { requestId: id, user, qty: 1, deadline: FAR },
+    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR, variant: null },
+    { requestId: id, user, qty: 1, deadline: FAR, variant: null },
   ]);
   assert.equal(await redis.seckill.bought('{bin}', user), 1);
   assert.deepEqual((await redis.seckill.holds('{bin}', user)).map((h) => h.requestId), [id]);
@@ -457,3 +457,73 @@ test('scan: one page, and scanIterator over every record, in every configuration
     });
   }
 });
+
+test('variants (a drop of sizes under one limit): the same typed values in every configuration', async (t) => {
+  const transcripts = {};
+  for (const [name, options] of Object.entries(CONFIGS)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const redis = await connect(options);
+      transcripts[name] = await variantsScenario(redis.seckill, admin, { typedDirectly: true });
+    });
+  }
+  const [first, ...others] = Object.keys(CONFIGS);
+  assert.ok(transcripts[first].length > 40);
+  for (const name of others) assert.deepStrictEqual(transcripts[name], transcripts[first], name);
+});
+
+for (const [name, options] of Object.entries({
+  RESP2: { protocol: 2, keyPrefix: 'app:' },
+  'RESP3 with enableAutoPipelining': { protocol: 3, replyMapping: 'resp3', enableAutoPipelining: true, keyPrefix: 'app:' },
+})) {
+  test(`${name}: variants in pipelines and MULTI/EXEC, with keyPrefix (on the key, not on the variant), and flat methods`, async () => {
+    await admin('FLUSHALL');
+    const redis = await connect(options);
+    const tx = await redis.multi()
+      .seckill.init('{v}', new Map([['s', 1], ['m', 2]]), { limit: 1, variantLimits: { m: 1 } })
+      .seckill.deduct('{v}', 'ann', 1, { requestId: 'v-1', variant: 'm', holdUntil: FAR })
+      .seckill.deduct('{v}', 'ann', 1, { requestId: 'v-2', variant: 's' })
+      .seckill.get('{v}')
+      .seckillGet('{v}', { variant: 'm' })
+      .seckill.bought('{v}', 'ann', { variant: 'm' })
+      .seckill.holds('{v}')
+      .seckill.status('{v}', 'v-1')
+      .seckill.info('{v}')
+      .seckill.info('{v}', { variant: 's' })
+      .seckill.add('{v}', 2, { variant: 's' })
+      .seckill.scan('{v}', '0', { variant: 'm' })
+      .exec();
+    assert.ok(tx.every(([err]) => err === null), String(tx.map(([err]) => err)));
+    const values = tx.map(([, v]) => v);
+    assert.equal(values[0], true);
+    assert.deepEqual([plain(values[1]), values[1].deadline], [bought(1), FAR]);
+    assert.deepEqual(plain(values[2]), rejected(Outcome.LIMIT_REACHED));
+    assert.deepEqual(values.slice(3, 6), [2, 1, 1]);
+    assert.deepEqual(values[6].map((h) => ({ ...h })), [{ requestId: 'v-1', user: 'ann', qty: 1, deadline: FAR, variant: 'm' }]);
+    assert.deepEqual([values[7].status, values[7].variant], [RequestStatus.HELD, 'm']);
+    assert.ok(values[8] instanceof ItemInfo);
+    assert.deepEqual([values[8].variants, values[8].stock, values[8].held], [2, 2, 1]);
+    assert.deepEqual([values[9].variants, values[9].stock, values[9].sold], [0, 1, 0]);
+    assert.equal(values[10], 3);
+    assert.deepEqual(values[11].records.map((r) => r.type), ['buyer', 'request']);
+    assert.deepEqual([await admin('SECKILL.GET', 'app:{v}', 'VARIANT', 's'), await admin('EXISTS', '{v}')], [3, 0]);
+
+    const piped = await redis.pipeline()
+      .seckill.refund('{v}', 'v-1')
+      .seckillDeduct('{v}', 'ann', 1, { requestId: 'v-3', variant: 's' })
+      .seckill.deduct('{v}', 'bob', 1)
+      .seckill.get('{v}', { variant: 's' })
+      .exec();
+    assert.deepEqual(plainRefund(piped[0][1]), refunded(1));
+    assert.deepEqual(plain(piped[1][1]), bought(2));
+    expectSeckillError(piped[2][0], InvalidArgumentError, {
+      kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'the item sells variants: name one with VARIANT',
+    });
+    assert.equal(piped[3][1], 2);
+    // Direct calls, concurrent (auto-pipelined in the second configuration).
+    const direct = await Promise.all([
+      redis.seckill.get('{v}', { variant: 's' }), redis.seckillBought('{v}', 'ann'), redis.seckill.info('{v}', { variant: 'm' }),
+    ]);
+    assert.deepEqual([direct[0], direct[1], direct[2].stock], [2, 1, 2]);
+  });
+}

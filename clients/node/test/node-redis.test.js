@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const { createClient, RESP_TYPES } = require('redis');
 const { startServer } = require('./helpers/servers');
 const {
-  commandsScenario, scanScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
+  commandsScenario, scanScenario, variantsScenario, transfersScenario, holdsScenario, ordersScenario, splitScenario, errorsScenario, expectSeckillError,
   plain, bought, rejected, plainRefund, refunded, notRefunded, plainOrder, plainConfirmation, plainRefunds, FAR,
 } = require('./helpers/suite');
 const {
@@ -226,7 +226,7 @@ for (const RESP of [2, 3]) {
     assert.deepEqual(plain(replies[1]), bought(8));
     assert.equal(replies[2], 8);
     assert.ok(replies[3][0] instanceof Hold);
-    assert.deepEqual({ ...replies[3][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR });
+    assert.deepEqual({ ...replies[3][0] }, { requestId: 'p-1', user: 'alice', qty: 2, deadline: FAR, variant: null });
     assert.equal(replies[4], ConfirmOutcome.CONFIRMED);
     assert.ok(replies[5] instanceof ItemInfo);
     assert.equal(replies[5].sold, 2);
@@ -346,8 +346,8 @@ test('ids that are not UTF-8 come back as Buffers when strings are mapped to Buf
   const holds = await client.seckill.holds('{bin}');
   // Equal deadlines: ordered by request id bytes (0xc3... before 0xff...).
   assert.deepEqual(holds.map((h) => ({ ...h })), [
-    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR },
-    { requestId: id, user, qty: 1, deadline: FAR },
+    { requestId: 'ünïcode', user: 'zoë', qty: 1, deadline: FAR, variant: null },
+    { requestId: id, user, qty: 1, deadline: FAR, variant: null },
   ]);
   assert.equal(await client.seckill.bought('{bin}', user), 1);
 });
@@ -422,3 +422,76 @@ test('scan: one page, and scanIterator (seckillOf) over every record, under RESP
     });
   }
 });
+
+test('variants (a drop of sizes under one limit): the same typed values under RESP2, RESP3 and other type mappings', async (t) => {
+  const transcripts = {};
+  const configs = {
+    RESP2: (c) => c,
+    RESP3: (c) => c,
+    'RESP3 mapped': (c) => c.withTypeMapping({
+      [RESP_TYPES.NUMBER]: BigInt,
+      [RESP_TYPES.BLOB_STRING]: Buffer,
+      [RESP_TYPES.SIMPLE_STRING]: Buffer,
+      [RESP_TYPES.MAP]: Map,
+    }),
+    'RESP2 strings': (c) => c.withTypeMapping({ [RESP_TYPES.NUMBER]: String }),
+  };
+  for (const [name, map] of Object.entries(configs)) {
+    await t.test(name, async () => {
+      await admin('FLUSHALL');
+      const client = map(await connect({ RESP: name.startsWith('RESP3') ? 3 : 2 }));
+      transcripts[name] = await variantsScenario(seckillOf(client), admin, { typedDirectly: false });
+    });
+  }
+  assert.ok(transcripts.RESP2.length > 40, `${transcripts.RESP2.length} values`);
+  for (const name of Object.keys(configs)) assert.deepStrictEqual(transcripts[name], transcripts.RESP2, name);
+});
+
+for (const RESP of [2, 3]) {
+  test(`RESP${RESP}: variants in MULTI/EXEC and pipelines, with keyPrefix (on the key, not on the variant)`, async () => {
+    await admin('FLUSHALL');
+    const client = await connect({ RESP, keyPrefix: 'app:' });
+    const tx = await client.multi()
+      .seckill.init('{v}', new Map([['s', 1], ['m', 2]]), { limit: 1, variantLimits: { m: 1 } })
+      .seckill.deduct('{v}', 'ann', 1, { requestId: 'v-1', variant: 'm', holdUntil: FAR })
+      .seckill.deduct('{v}', 'ann', 1, { requestId: 'v-2', variant: 's' })
+      .seckill.get('{v}')
+      .seckill.get('{v}', { variant: 'm' })
+      .seckill.bought('{v}', 'ann', { variant: 'm' })
+      .seckill.holds('{v}')
+      .seckill.status('{v}', 'v-1')
+      .seckill.info('{v}')
+      .seckill.info('{v}', { variant: 's' })
+      .seckill.add('{v}', 2, { variant: 's' })
+      .seckill.scan('{v}', '0', { variant: 'm' })
+      .exec();
+    assert.equal(tx[0], true);
+    assert.deepEqual([plain(tx[1]), tx[1].deadline], [bought(1), FAR]);
+    assert.deepEqual(plain(tx[2]), rejected(Outcome.LIMIT_REACHED));
+    assert.deepEqual(tx.slice(3, 6), [2, 1, 1]);
+    assert.deepEqual(tx[6].map((h) => ({ ...h })), [{ requestId: 'v-1', user: 'ann', qty: 1, deadline: FAR, variant: 'm' }]);
+    assert.deepEqual([tx[7].status, tx[7].variant], [RequestStatus.HELD, 'm']);
+    assert.ok(tx[8] instanceof ItemInfo);
+    assert.deepEqual([tx[8].variants, tx[8].stock, tx[8].held], [2, 2, 1]);
+    assert.deepEqual([tx[9].variants, tx[9].stock, tx[9].sold], [0, 1, 0]);
+    assert.equal(tx[10], 3);
+    assert.deepEqual(tx[11].records.map((r) => r.type), ['buyer', 'request']);
+    // The key got the prefix; the variant names did not.
+    assert.deepEqual([await admin('SECKILL.GET', 'app:{v}', 'VARIANT', 's'), await admin('EXISTS', '{v}')], [3, 0]);
+
+    const piped = await client.multi()
+      .seckill.refund('{v}', 'v-1')
+      .seckill.deduct('{v}', 'ann', 1, { requestId: 'v-3', variant: 's' })
+      .seckill.get('{v}', { variant: 's' })
+      .execAsPipeline();
+    assert.deepEqual(plainRefund(piped[0]), refunded(1));
+    assert.deepEqual(plain(piped[1]), bought(2));
+    assert.equal(piped[2], 2);
+    // A call naming no variant: node-redis rejects the pipeline with the error reply, typed by from().
+    const err = await client.multi().seckill.deduct('{v}', 'bob', 1).seckill.get('{v}').execAsPipeline().catch((e) => e);
+    expectSeckillError(err, InvalidArgumentError, {
+      kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message: 'the item sells variants: name one with VARIANT',
+    });
+    assert.equal(await client.seckill.get('{v}', { variant: 's' }), 2);
+  });
+}

@@ -9,6 +9,7 @@ const {
   NoPermissionError, InvalidArgumentError, UnavailableError, ErrorKind, DeductResult, Durable, Outcome, ItemInfo,
   UNLIMITED_STOCK, UNLIMITED_STOCK_BIGINT, UNLIMITED, ConfirmOutcome, RefundOutcome, RefundResult, SettleOutcome, Transfer,
   SplitItem, fnv1a32, seckill, RequestStatus, BuyerRecord, RequestRecord, ScanPage, OrderResult, OrderConfirmation, CartSaga,
+  OrderState, Hold,
 } = require('..');
 const { createClient } = require('redis');
 const { COMMANDS } = require('../lib/commands');
@@ -407,4 +408,101 @@ test('CartSaga checks its client and arguments before sending anything', async (
   await assert.rejects(saga.confirm('c', []), TypeError);
   await assert.rejects(saga.cancel(undefined, ['a']), /cartId must be a string/);
   await assert.rejects(saga.place('c', 'u', [['a', 1]], 60), (err) => !(err instanceof TypeError) && !(err instanceof RangeError));
+});
+
+test('variants: init sends VARIANTS n name stock ... and VARIANTLIMIT name n; deduct, add, get, bought, info and scan send VARIANT name', () => {
+  const build = (method, ...args) => COMMANDS.find((c) => c.method === method).build(...args);
+  // An object (its keys, in their order: integer names ascending) or a Map (in its order, any names).
+  assert.deepEqual(build('init', '{d}', { 44: 5, 42: 2, 43: 1 }, { limit: 1, stream: '{d}:orders' }), {
+    args: ['{d}', 'VARIANTS', '3', '42', '2', '43', '1', '44', '5', 'LIMIT', '1', 'STREAM', '{d}:orders'], keys: [0, 12],
+  });
+  const name = Buffer.from([0xff, 0x01]);
+  assert.deepEqual(build('init', '{d}', new Map([['xl', UNLIMITED], [name, 3n], [42, 'unlimited'], ['s', Infinity]]), {
+    variantLimits: new Map([['xl', 2], [42, 1n]]), limit: 3, replace: true,
+  }).args, ['{d}', 'VARIANTS', '4', 'xl', 'UNLIMITED', name, '3', '42', 'UNLIMITED', 's', 'UNLIMITED',
+    'LIMIT', '3', 'VARIANTLIMIT', 'xl', '2', 'VARIANTLIMIT', '42', '1', 'REPLACE']);
+  assert.deepEqual(build('init', '{d}', { s: 1 }, { variantLimits: { s: '1' } }).args, ['{d}', 'VARIANTS', '1', 's', '1', 'VARIANTLIMIT', 's', '1']);
+  // One stock as before.
+  assert.deepEqual(build('init', 'k', 5, { limit: 2 }).args, ['k', '5', 'LIMIT', '2']);
+  assert.deepEqual(build('init', 'k', UNLIMITED).args, ['k', 'UNLIMITED']);
+  assert.throws(() => build('init', '{d}', {}), /at least one variant/);
+  assert.throws(() => build('init', '{d}', new Map()), TypeError);
+  assert.throws(() => build('init', '{d}', { s: 1.5 }), /the stock of variant s/);
+  assert.throws(() => build('init', '{d}', { s: null }), TypeError);
+  assert.throws(() => build('init', '{d}', new Map([[{}, 1]])), TypeError);
+  assert.throws(() => build('init', '{d}', { s: 1 }, { variantLimits: [['s', 1]] }), /variantLimits must be an object or a Map/);
+  assert.throws(() => build('init', '{d}', { s: 1 }, { variantLimits: { s: 1.5 } }), /the limit of variant s/);
+  assert.throws(() => build('init', '{d}', { s: 1 }, { variantLimit: { s: 1 } }), /unknown option 'variantLimit'/);
+
+  // deduct: VARIANT before WITHDEADLINE; a number is its decimal text.
+  assert.deepEqual(build('deduct', '{d}', 'ana', 1, { requestId: 'o-1', holdUntil: 5000, variant: 43 }).args,
+    ['{d}', 'ana', '1', 'ID', 'o-1', 'HOLDUNTIL', '5000', 'VARIANT', '43', 'WITHDEADLINE']);
+  assert.deepEqual(build('deduct', '{d}', 'ana', { variant: name, waitReplicas: 1 }),
+    { args: ['{d}', 'ana', '1', 'VARIANT', name], keys: [0], wait: { replicas: 1, timeoutMs: 1000 } });
+  assert.deepEqual(build('deduct', '{d}', 'ana', 1, { variant: null }).args, ['{d}', 'ana', '1']);
+  assert.throws(() => build('deduct', '{d}', 'ana', 1, { variant: {} }), TypeError);
+
+  // add: a transferId or a variant, not both.
+  assert.deepEqual(build('add', '{d}', 3, { variant: 42 }), { args: ['{d}', '3', 'VARIANT', '42'], keys: [0] });
+  assert.deepEqual(build('add', '{d}', 3, { transferId: 't' }).args, ['{d}', '3', 'ID', 't']);
+  assert.deepEqual(build('add', '{d}', 3, 't').args, ['{d}', '3', 'ID', 't']);
+  assert.throws(() => build('add', '{d}', 3, { transferId: 't', variant: 42 }), /a transferId or a variant, not both/);
+
+  // The reads: the whole item, or one variant.
+  for (const method of ['get', 'info']) {
+    assert.deepEqual(build(method, '{d}'), { args: ['{d}'], keys: [0] });
+    assert.deepEqual(build(method, '{d}', { variant: 'xl' }), { args: ['{d}', 'VARIANT', 'xl'], keys: [0] });
+    assert.deepEqual(build(method, '{d}', { variant: undefined }).args, ['{d}']);
+    assert.throws(() => build(method, '{d}', { size: 'xl' }), new RegExp(`unknown option 'size' for ${method}`));
+    assert.throws(() => build(method, '{d}', 'xl'), TypeError);
+  }
+  assert.deepEqual(build('bought', '{d}', 'ana').args, ['{d}', 'ana']);
+  assert.deepEqual(build('bought', '{d}', 'ana', { variant: 42n }).args, ['{d}', 'ana', 'VARIANT', '42']);
+  assert.deepEqual(build('scan', '{d}', '0', { count: 5, variant: 'm' }).args, ['{d}', '0', 'COUNT', '5', 'VARIANT', 'm']);
+  assert.deepEqual(build('scan', '{d}', null, { variant: 'm' }).args, ['{d}', '0', 'VARIANT', 'm']);
+  // CONFIRM, REFUND, RELEASE and STATUS find the variant by the request id: they take none.
+  assert.throws(() => build('confirm', '{d}', 'o-1', { variant: 42 }), /unknown option 'variant'/);
+  assert.throws(() => build('refund', '{d}', 'o-1', { variant: 42 }), /unknown option 'variant'/);
+  // Reads stay read-only.
+  for (const method of ['get', 'bought', 'info', 'scan']) assert.equal(seckill[method].IS_READ_ONLY, true, method);
+});
+
+test('variants: STATUS and HOLDS name the variant (null on an item without), in every mapping', () => {
+  const status = COMMANDS.find((c) => c.method === 'status').parse;
+  const FAR = 4102444800000;
+  const flat = ['status', 'held', 'user', 'ben', 'qty', 1, 'deadline', FAR, 'variant', '44'];
+  const obj = { status: 'held', user: 'ben', qty: 1n, deadline: String(FAR), variant: Buffer.from('44') };
+  const map = new Map([[Buffer.from('status'), Buffer.from('held')], ['user', Buffer.from('ben')], ['qty', '1'],
+    ['deadline', BigInt(FAR)], ['variant', '44']]);
+  for (const reply of [flat, obj, map]) {
+    const s = status(reply);
+    assert.ok(s instanceof OrderState && Object.isFrozen(s));
+    assert.deepEqual({ ...s }, { status: RequestStatus.HELD, user: 'ben', qty: 1, deadline: FAR, variant: '44' });
+  }
+  // An id the item never saw: nil variant; an item without variants: no such field.
+  assert.equal(status(['status', 'unknown', 'user', null, 'qty', 0, 'deadline', 0, 'variant', null]).variant, null);
+  assert.deepEqual({ ...status(flat.slice(0, 8)) }, { status: RequestStatus.HELD, user: 'ben', qty: 1, deadline: FAR, variant: null });
+  const binary = Buffer.from([0xff, 0xfe]);
+  assert.deepEqual(status([...flat.slice(0, 8), 'variant', binary]).variant, binary);
+  assert.deepEqual(Object.keys(status(flat)), ['status', 'user', 'qty', 'deadline', 'variant']);
+
+  const holds = COMMANDS.find((c) => c.method === 'holds').parse;
+  const list = holds([
+    ['o-1', 'ben', 1, FAR, '44'],
+    [Buffer.from('o-2'), Buffer.from('cy'), '2', BigInt(FAR), Buffer.from('42')],
+    ['o-3', 'dee', 1, FAR, binary],
+    ['o-4', 'eve', 1, FAR],
+  ]);
+  assert.ok(list.every((h) => h instanceof Hold && Object.isFrozen(h)));
+  assert.deepEqual(list.map((h) => h.variant), ['44', '42', binary, null]);
+  assert.deepEqual({ ...list[1] }, { requestId: 'o-2', user: 'cy', qty: 2, deadline: FAR, variant: '42' });
+  assert.deepEqual(Object.keys(list[3]), ['requestId', 'user', 'qty', 'deadline', 'variant']);
+  assert.throws(() => holds([['o-1', 'ben', 1]]), TypeError);
+  assert.equal(holds(null), null);
+
+  // INFO's variants: how many the item sells (0 for one variant's own counters).
+  const info = ItemInfo.fromReply(['stock', 6, 'unlimited', 0, 'limit', 1, 'initial', 8, 'added', 0, 'sold', 2, 'refunded', 0,
+    'held', 1, 'holds', 1, 'expired', 0, 'buyers', 2, 'requests', 2, 'start', 0, 'end', 0, 'stream', null,
+    'stream_maxlen', 0, 'moved_out', 0, 'moved_in', 0, 'stream_confirmed', 0, 'variants', 3]);
+  assert.equal(info.variants, 3);
 });

@@ -10,7 +10,7 @@ the write. ``seckill.cart.Cart`` places an order whose items live on different s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import redis
@@ -198,9 +198,10 @@ class Seckill:
     def init(
         self,
         key: Key,
-        stock: int | str,
+        stock: int | str | Mapping[Key, int | str],
         *,
         limit: int | None = None,
+        variant_limits: Mapping[Key, int] | None = None,
         start: int | None = None,
         end: int | None = None,
         stream: Key | None = None,
@@ -213,13 +214,18 @@ class Seckill:
     ) -> bool:
         """SECKILL.INIT: True if the item was created (or replaced), False if it existed.
 
-        ``stock`` is an int or ``UNLIMITED``; ``start``/``end``/``pxat`` are Unix ms.
+        ``stock`` is an int or ``UNLIMITED``; ``start``/``end``/``pxat`` are Unix ms. A mapping of
+        variant name to stock makes an item with variants (a drop's sizes): ``limit`` caps a
+        buyer's units across all of them, ``variant_limits`` gives a variant a cap of its own, and
+        ``deduct``, ``add``, ``scan`` name the variant with ``variant=`` (``get``, ``bought`` and
+        ``info`` report the whole item without it).
         """
         return self._call(
             commands.init(
                 key,
                 stock,
                 limit=limit,
+                variant_limits=variant_limits,
                 start=start,
                 end=end,
                 stream=stream,
@@ -242,6 +248,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> DeductResult: ...
@@ -256,6 +263,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Durable[DeductResult]: ...
@@ -269,6 +277,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> DeductResult | Durable[DeductResult]:
@@ -280,7 +289,9 @@ class Seckill:
         any more). With ``wait_replicas``, a ``Durable`` of the result (see ``Seckill``).
         """
         return self._write(
-            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
+            commands.deduct(
+                key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until, variant=variant
+            ),
             wait_replicas,
             wait_timeout_ms,
         )
@@ -335,6 +346,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> OrderResult: ...
@@ -348,6 +360,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Durable[OrderResult]: ...
@@ -360,6 +373,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> OrderResult | Durable[OrderResult]:
@@ -416,13 +430,15 @@ class Seckill:
         ``Durable`` of the list."""
         return self._write(commands.refund_order(keys, request_id), wait_replicas, wait_timeout_ms)
 
-    def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> int | None:
+    def add(
+        self, key: Key, qty: int, transfer_id: Key | None = None, *, variant: Key | None = None
+    ) -> int | None:
         """SECKILL.ADD: the new stock, None if no item.
 
         With ``transfer_id``, receives the units a ``take`` moved out of another part, once: a
         retry adds nothing and replies what the first call did.
         """
-        return self._call(commands.add(key, qty, transfer_id))
+        return self._call(commands.add(key, qty, transfer_id, variant))
 
     def window(self, key: Key, start: int | None, end: int | None) -> bool | None:
         """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
@@ -432,49 +448,51 @@ class Seckill:
         """SECKILL.STREAM: set the order stream, or clear it without ``stream_key``; None if no item."""
         return self._call(commands.stream(key, stream_key, maxlen))
 
-    def get(self, key: Key) -> int | None:
+    def get(self, key: Key, *, variant: Key | None = None) -> int | None:
         """SECKILL.GET: the remaining stock, None if no item."""
-        return self._call(commands.get(key))
+        return self._call(commands.get(key, variant))
 
-    def bought(self, key: Key, user: Key) -> int | None:
+    def bought(self, key: Key, user: Key, *, variant: Key | None = None) -> int | None:
         """SECKILL.BOUGHT: the units ``user`` holds now, None if no item."""
-        return self._call(commands.bought(key, user))
+        return self._call(commands.bought(key, user, variant))
 
     def holds(self, key: Key, user: Key | None = None) -> list[Hold] | None:
         """SECKILL.HOLDS: pending holds, earliest deadline first; None if no item."""
         return self._call(commands.holds(key, user))
 
-    def info(self, key: Key) -> ItemInfo | None:
+    def info(self, key: Key, *, variant: Key | None = None) -> ItemInfo | None:
         """SECKILL.INFO: the item's counters, None if no item."""
-        return self._call(commands.info(key))
+        return self._call(commands.info(key, variant))
 
     def status(self, key: Key, request_id: Key) -> OrderState | None:
         """SECKILL.STATUS: where the purchase under ``request_id`` stands (status ``UNKNOWN`` if the
         item never saw it), None if no item."""
         return self._call(commands.status(key, request_id))
 
-    def scan(self, key: Key, cursor: int = 0, *, count: int | None = None) -> tuple[int, list[ScanRecord]]:
+    def scan(
+        self, key: Key, cursor: int = 0, *, count: int | None = None, variant: Key | None = None
+    ) -> tuple[int, list[ScanRecord]]:
         """SECKILL.SCAN: one page of the item's records from ``cursor`` (0 starts a scan): the next
         cursor (0 when the scan is over) and at most ``count`` records (10 by default, 10,000 at
         most). A missing item answers ``(0, [])``; a made-up or stale cursor raises
         ``InvalidArgumentError``."""
-        return self._call(commands.scan(key, cursor, count))
+        return self._call(commands.scan(key, cursor, count, variant))
 
-    def scan_iter(self, key: Key, count: int | None = None) -> Iterator[ScanRecord]:
+    def scan_iter(self, key: Key, count: int | None = None, *, variant: Key | None = None) -> Iterator[ScanRecord]:
         """Every record of the item (``BuyerRecord`` and ``RequestRecord``), following the cursor of
         ``SECKILL.SCAN`` until it is 0, ``count`` records a call. Every record that existed when the
         scan started is yielded once, however the item changes meanwhile; records written during
         the scan come too, at its end. Needs a client, not a pipeline."""
         if self._queued is not None:
             raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
-        args = commands.scan(key, 0, count)  # checks the arguments before the first call
+        args = commands.scan(key, 0, count, variant)  # checks the arguments before the first call
         cursor = 0
         while True:
             cursor, records = self._call(args)
             yield from records
             if cursor == 0:
                 return
-            args = commands.scan(key, cursor, count)
+            args = commands.scan(key, cursor, count, variant)
 
     def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> int | None:
         """SECKILL.TAKE: take up to ``qty`` units of the stock in hand out of this part, recorded as

@@ -9,7 +9,7 @@ queues its command at once and returns the pipeline (awaiting it is optional, as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any, overload
 
 import redis
@@ -141,9 +141,10 @@ class Seckill:
     def init(
         self,
         key: Key,
-        stock: int | str,
+        stock: int | str | Mapping[Key, int | str],
         *,
         limit: int | None = None,
+        variant_limits: Mapping[Key, int] | None = None,
         start: int | None = None,
         end: int | None = None,
         stream: Key | None = None,
@@ -160,6 +161,7 @@ class Seckill:
                 key,
                 stock,
                 limit=limit,
+                variant_limits=variant_limits,
                 start=start,
                 end=end,
                 stream=stream,
@@ -182,6 +184,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[DeductResult]: ...
@@ -196,6 +199,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[Durable[DeductResult]]: ...
@@ -209,6 +213,7 @@ class Seckill:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[DeductResult] | Awaitable[Durable[DeductResult]]:
@@ -216,7 +221,9 @@ class Seckill:
         with a hold, the result's ``deadline`` is its deadline in Unix ms (see
         ``seckill.Seckill.deduct``); with ``wait_replicas``, a ``Durable`` of the result."""
         return self._write(
-            commands.deduct(key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until),
+            commands.deduct(
+                key, user, qty, request_id=request_id, hold=hold, hold_until=hold_until, variant=variant
+            ),
             wait_replicas,
             wait_timeout_ms,
         )
@@ -268,6 +275,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[OrderResult]: ...
@@ -281,6 +289,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[Durable[OrderResult]]: ...
@@ -293,6 +302,7 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[OrderResult] | Awaitable[Durable[OrderResult]]:
@@ -339,9 +349,11 @@ class Seckill:
         line (sent with ``DETAIL``)."""
         return self._write(commands.refund_order(keys, request_id), wait_replicas, wait_timeout_ms)
 
-    def add(self, key: Key, qty: int, transfer_id: Key | None = None) -> Awaitable[int | None]:
+    def add(
+        self, key: Key, qty: int, transfer_id: Key | None = None, *, variant: Key | None = None
+    ) -> Awaitable[int | None]:
         """SECKILL.ADD: the new stock, None if no item; with ``transfer_id``, receives moved units once."""
-        return self._call(commands.add(key, qty, transfer_id))
+        return self._call(commands.add(key, qty, transfer_id, variant))
 
     def window(self, key: Key, start: int | None, end: int | None) -> Awaitable[bool | None]:
         """SECKILL.WINDOW: move the sale window (Unix ms; 0 or None = open side); None if no item."""
@@ -353,21 +365,21 @@ class Seckill:
         """SECKILL.STREAM: set the order stream, or clear it without ``stream_key``; None if no item."""
         return self._call(commands.stream(key, stream_key, maxlen))
 
-    def get(self, key: Key) -> Awaitable[int | None]:
+    def get(self, key: Key, *, variant: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.GET: the remaining stock, None if no item."""
-        return self._call(commands.get(key))
+        return self._call(commands.get(key, variant))
 
-    def bought(self, key: Key, user: Key) -> Awaitable[int | None]:
+    def bought(self, key: Key, user: Key, *, variant: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.BOUGHT: the units ``user`` holds now, None if no item."""
-        return self._call(commands.bought(key, user))
+        return self._call(commands.bought(key, user, variant))
 
     def holds(self, key: Key, user: Key | None = None) -> Awaitable[list[Hold] | None]:
         """SECKILL.HOLDS: pending holds, earliest deadline first; None if no item."""
         return self._call(commands.holds(key, user))
 
-    def info(self, key: Key) -> Awaitable[ItemInfo | None]:
+    def info(self, key: Key, *, variant: Key | None = None) -> Awaitable[ItemInfo | None]:
         """SECKILL.INFO: the item's counters, None if no item."""
-        return self._call(commands.info(key))
+        return self._call(commands.info(key, variant))
 
     def status(self, key: Key, request_id: Key) -> Awaitable[OrderState | None]:
         """SECKILL.STATUS: where the purchase under ``request_id`` stands (status ``UNKNOWN`` if the
@@ -375,26 +387,28 @@ class Seckill:
         return self._call(commands.status(key, request_id))
 
     def scan(
-        self, key: Key, cursor: int = 0, *, count: int | None = None
+        self, key: Key, cursor: int = 0, *, count: int | None = None, variant: Key | None = None
     ) -> Awaitable[tuple[int, list[ScanRecord]]]:
         """SECKILL.SCAN: one page from ``cursor`` (0 starts): the next cursor (0 when the scan is
         over) and the page's records; ``(0, [])`` if no item (see ``seckill.Seckill.scan``)."""
-        return self._call(commands.scan(key, cursor, count))
+        return self._call(commands.scan(key, cursor, count, variant))
 
-    async def scan_iter(self, key: Key, count: int | None = None) -> AsyncIterator[ScanRecord]:
+    async def scan_iter(
+        self, key: Key, count: int | None = None, *, variant: Key | None = None
+    ) -> AsyncIterator[ScanRecord]:
         """Every record of the item, following the cursor of ``SECKILL.SCAN`` until it is 0
         (``async for record in sk.scan_iter(key)``; see ``seckill.Seckill.scan_iter``). Needs a
         client, not a pipeline."""
         if self._queued is not None:
             raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
-        args = commands.scan(key, 0, count)
+        args = commands.scan(key, 0, count, variant)
         while True:
             cursor, records = await self._call(args)
             for record in records:
                 yield record
             if cursor == 0:
                 return
-            args = commands.scan(key, cursor, count)
+            args = commands.scan(key, cursor, count, variant)
 
     def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> Awaitable[int | None]:
         """SECKILL.TAKE: take up to ``qty`` units out of this part as transfer ``transfer_id``;

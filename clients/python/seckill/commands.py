@@ -39,11 +39,20 @@ def _option(args: list[Arg], keyword: str, name: str, value: int | None) -> None
         args += (keyword, _number(name, value))
 
 
+def _stock(name: str, stock: object) -> Arg:
+    if isinstance(stock, str) and stock.upper() == UNLIMITED:
+        return UNLIMITED
+    if isinstance(stock, str):
+        raise TypeError(f"{name} must be an int or {UNLIMITED!r}, not {stock!r}")
+    return _number(name, stock)
+
+
 def init(
     key: Key,
-    stock: int | str,
+    stock: int | str | Mapping[Key, int | str],
     *,
     limit: int | None,
+    variant_limits: Mapping[Key, int] | None = None,
     start: int | None,
     end: int | None,
     stream: Key | None,
@@ -54,14 +63,17 @@ def init(
     pxat: int | None,
     replace: bool,
 ) -> Args:
-    if isinstance(stock, str) and stock.upper() == UNLIMITED:
-        stock_arg = UNLIMITED
-    elif isinstance(stock, str):
-        raise TypeError(f"stock must be an int or {UNLIMITED!r}, not {stock!r}")
+    args: list[Arg] = ["SECKILL.INIT", _key("key", key)]
+    if isinstance(stock, Mapping):
+        # Variants: several stocks under the item's one limit, in the mapping's order.
+        args += ("VARIANTS", str(len(stock)))
+        for name, units in stock.items():
+            args += (_key("variant", name), _stock("a variant's stock", units))
     else:
-        stock_arg = _number("stock", stock)
-    args: list[Arg] = ["SECKILL.INIT", _key("key", key), stock_arg]
+        args.append(_stock("stock", stock))
     _option(args, "LIMIT", "limit", limit)
+    for name, cap in (variant_limits or {}).items():
+        args += ("VARIANTLIMIT", _key("variant", name), _number("variant limit", cap))
     _option(args, "START", "start", start)
     _option(args, "END", "end", end)
     if stream is not None:
@@ -76,14 +88,28 @@ def init(
     return tuple(args)
 
 
+def _variant(args: list[Arg], variant: Key | None) -> list[Arg]:
+    if variant is not None:
+        args += ("VARIANT", _key("variant", variant))
+    return args
+
+
 def deduct(
-    key: Key, user: Key, qty: int, *, request_id: Key | None, hold: int | None, hold_until: int | None
+    key: Key,
+    user: Key,
+    qty: int,
+    *,
+    request_id: Key | None,
+    hold: int | None,
+    hold_until: int | None,
+    variant: Key | None = None,
 ) -> Args:
     args: list[Arg] = ["SECKILL.DEDUCT", _key("key", key), _key("user", user), _number("qty", qty)]
     if request_id is not None:
         args += ("ID", _key("request_id", request_id))
     _option(args, "HOLD", "hold", hold)
     _option(args, "HOLDUNTIL", "hold_until", hold_until)
+    _variant(args, variant)
     if hold is not None or hold_until is not None:
         # A hold's buyer must be told when to pay by: the reply then carries the deadline too.
         args.append("WITHDEADLINE")
@@ -172,9 +198,11 @@ def refund(key: Key, request_id: Key) -> Args:
     return ("SECKILL.REFUND", _key("key", key), _key("request_id", request_id), "DETAIL")
 
 
-def add(key: Key, qty: int, transfer_id: Key | None) -> Args:
+def add(key: Key, qty: int, transfer_id: Key | None, variant: Key | None = None) -> Args:
+    if transfer_id is not None and variant is not None:
+        raise TypeError("add takes a transfer_id or a variant, not both")
     if transfer_id is None:
-        return ("SECKILL.ADD", _key("key", key), _number("qty", qty))
+        return tuple(_variant(["SECKILL.ADD", _key("key", key), _number("qty", qty)], variant))
     return ("SECKILL.ADD", _key("key", key), _number("qty", qty), "ID", _key("transfer_id", transfer_id))
 
 
@@ -212,12 +240,12 @@ def stream(key: Key, stream_key: Key | None, maxlen: int | None) -> Args:
     return tuple(args)
 
 
-def get(key: Key) -> Args:
-    return ("SECKILL.GET", _key("key", key))
+def get(key: Key, variant: Key | None = None) -> Args:
+    return tuple(_variant(["SECKILL.GET", _key("key", key)], variant))
 
 
-def bought(key: Key, user: Key) -> Args:
-    return ("SECKILL.BOUGHT", _key("key", key), _key("user", user))
+def bought(key: Key, user: Key, variant: Key | None = None) -> Args:
+    return tuple(_variant(["SECKILL.BOUGHT", _key("key", key), _key("user", user)], variant))
 
 
 def holds(key: Key, user: Key | None) -> Args:
@@ -226,11 +254,11 @@ def holds(key: Key, user: Key | None) -> Args:
     return ("SECKILL.HOLDS", _key("key", key), _key("user", user))
 
 
-def info(key: Key) -> Args:
-    return ("SECKILL.INFO", _key("key", key))
+def info(key: Key, variant: Key | None = None) -> Args:
+    return tuple(_variant(["SECKILL.INFO", _key("key", key)], variant))
 
 
-def scan(key: Key, cursor: int, count: int | None) -> Args:
+def scan(key: Key, cursor: int, count: int | None, variant: Key | None = None) -> Args:
     args: list[Arg] = ["SECKILL.SCAN", _key("key", key), _number("cursor", cursor)]
     _option(args, "COUNT", "count", count)
-    return tuple(args)
+    return tuple(_variant(args, variant))

@@ -161,7 +161,15 @@ def holds(reply: Any) -> list[Hold] | None:
     if reply is None:
         return None
     return [
-        hold if isinstance(hold, Hold) else Hold(_str_if_utf8(hold[0]), _str_if_utf8(hold[1]), int(hold[2]), int(hold[3]))
+        hold
+        if isinstance(hold, Hold)
+        else Hold(
+            _str_if_utf8(hold[0]),
+            _str_if_utf8(hold[1]),
+            int(hold[2]),
+            int(hold[3]),
+            _str_if_utf8(hold[4]) if len(hold) > 4 else None,
+        )
         for hold in reply
     ]
 
@@ -222,11 +230,13 @@ def order_state(reply: Any) -> OrderState | None:
         return reply
     by_name = _fields_by_name(reply)
     user = by_name["user"]
+    variant = by_name.get("variant")
     return OrderState(
         status=RequestStatus(_str_if_utf8(by_name["status"])),
         user=None if user is None else _str_if_utf8(user),
         qty=int(by_name["qty"]),
         deadline=int(by_name["deadline"]),
+        variant=None if variant is None else _str_if_utf8(variant),
     )
 
 

@@ -228,6 +228,8 @@ class Hold:
     user: str | bytes
     qty: int
     deadline: int
+    variant: str | bytes | None = None
+    """The variant held, on an item with variants; None on one without."""
 
 
 class RequestStatus(enum.Enum):
@@ -260,6 +262,9 @@ class OrderState:
     user: str | bytes | None
     qty: int
     deadline: int
+    variant: str | bytes | None = None
+    """The variant bought, on an item with variants (None if the request id is unknown); None on
+    an item without."""
 
 
 @dataclass(frozen=True, slots=True)

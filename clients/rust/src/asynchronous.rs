@@ -166,6 +166,21 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         }
     }
 
+    /// Restocks one variant; see `SeckillCommands::seckill_add_variant`.
+    fn seckill_add_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::add_variant(key, qty, variant);
+        async move {
+            query::<ItemFigure, _>(cmd, self)
+                .await
+                .map(|figure| figure.0)
+        }
+    }
+
     fn seckill_window<K: ToRedisArgs>(
         &mut self,
         key: K,
@@ -200,12 +215,31 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         query(command::get(key), self)
     }
 
+    /// The stock left of one variant; `None` without an item.
+    fn seckill_get_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        query(command::get_variant(key, variant), self)
+    }
+
     fn seckill_bought<K: ToRedisArgs, U: ToRedisArgs>(
         &mut self,
         key: K,
         user: U,
     ) -> impl Future<Output = Result<Option<i64>>> + Send {
         query(command::bought(key, user), self)
+    }
+
+    /// The units of one variant `user` holds now; `None` without an item.
+    fn seckill_bought_variant<K: ToRedisArgs, U: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: U,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        query(command::bought_variant(key, user, variant), self)
     }
 
     fn seckill_holds<K: ToRedisArgs, U: ToRedisArgs>(
@@ -221,6 +255,15 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         key: K,
     ) -> impl Future<Output = Result<Option<ItemInfo>>> + Send {
         query(command::info(key), self)
+    }
+
+    /// One variant's counters; `None` without an item.
+    fn seckill_info_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<ItemInfo>>> + Send {
+        query(command::info_variant(key, variant), self)
     }
 
     /// Where the purchase under `request_id` stands; `None` if no item.
@@ -243,6 +286,18 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         query(command::scan(key, cursor, count), self)
     }
 
+    /// One page of one variant's records; see
+    /// `SeckillCommands::seckill_scan_variant`.
+    fn seckill_scan_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        cursor: u64,
+        count: Option<u64>,
+        variant: V,
+    ) -> impl Future<Output = Result<ScanPage>> + Send {
+        query(command::scan_variant(key, cursor, count, variant), self)
+    }
+
     /// Every record of the item, following `SECKILL.SCAN`'s cursor until
     /// it is 0: `while let Some(record) = scan.next_record().await`.
     fn seckill_scan_iter<K: ToRedisArgs>(
@@ -253,6 +308,25 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
         AsyncScanIter {
             con: self,
             key: key.to_redis_args(),
+            variant: None,
+            count,
+            cursor: Some(0),
+            page: Vec::new().into_iter(),
+        }
+    }
+
+    /// Every record of one variant of an item with variants, as
+    /// `seckill_scan_iter` follows the cursor.
+    fn seckill_scan_iter_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        count: Option<u64>,
+        variant: V,
+    ) -> AsyncScanIter<'_, Self> {
+        AsyncScanIter {
+            con: self,
+            key: key.to_redis_args(),
+            variant: Some(variant.to_redis_args()),
             count,
             cursor: Some(0),
             page: Vec::new().into_iter(),
@@ -303,6 +377,8 @@ impl<C: redis::aio::ConnectionLike + Send> AsyncSeckillCommands for C {}
 pub struct AsyncScanIter<'a, C> {
     con: &'a mut C,
     key: Vec<Vec<u8>>,
+    /// The variant scanned, on an item with variants.
+    variant: Option<Vec<Vec<u8>>>,
     count: Option<u64>,
     /// The cursor of the next page; `None` once the scan is over.
     cursor: Option<u64>,
@@ -318,7 +394,15 @@ impl<C: AsyncSeckillCommands> AsyncScanIter<'_, C> {
                 return Some(Ok(record));
             }
             let cursor = self.cursor?;
-            match self.con.seckill_scan(&self.key, cursor, self.count).await {
+            let page = match &self.variant {
+                None => self.con.seckill_scan(&self.key, cursor, self.count).await,
+                Some(variant) => {
+                    self.con
+                        .seckill_scan_variant(&self.key, cursor, self.count, variant)
+                        .await
+                }
+            };
+            match page {
                 Ok(page) => {
                     self.cursor = (page.cursor != 0).then_some(page.cursor);
                     self.page = page.records.into_iter();

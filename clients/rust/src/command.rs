@@ -32,14 +32,16 @@ pub enum Expiry {
     AtUnixMilliseconds(i64),
 }
 
-/// `SECKILL.INIT key <stock | UNLIMITED> [LIMIT limit] [START start-ms]
-/// [END end-ms] [STREAM stream_key [MAXLEN maxlen]] [EX ... | PXAT ...]
-/// [REPLACE]`
+/// `SECKILL.INIT key <stock | UNLIMITED | VARIANTS numvariants name stock
+/// [name stock ...]> [LIMIT limit] [VARIANTLIMIT name limit ...] [START
+/// start-ms] [END end-ms] [STREAM stream_key [MAXLEN maxlen]] [EX ... |
+/// PXAT ...] [REPLACE]`
 #[derive(Clone, Debug)]
 pub struct Init {
     key: Vec<u8>,
-    stock: Stock,
+    stock: InitStock,
     limit: Option<i64>,
+    variant_limits: Vec<(Vec<u8>, i64)>,
     start: Option<i64>,
     end: Option<i64>,
     stream: Option<(Vec<u8>, Option<i64>)>,
@@ -47,12 +49,44 @@ pub struct Init {
     replace: bool,
 }
 
+/// What an `Init` sells: one stock, or several variants' stocks.
+#[derive(Clone, Debug)]
+enum InitStock {
+    Single(Stock),
+    Variants(Vec<(Vec<u8>, Stock)>),
+}
+
 impl Init {
     pub fn new(key: impl Into<Vec<u8>>, stock: impl Into<Stock>) -> Init {
+        Init::of(key.into(), InitStock::Single(stock.into()))
+    }
+
+    /// An item selling several variants (sizes of a shoe, say), each with
+    /// its own stock, under one `limit` across them all (`VARIANTS
+    /// numvariants name stock ...`): 1 to 64 variants, names of 1 to 64
+    /// bytes, each named once. `Deduct::variant` then names the variant
+    /// each purchase is of.
+    pub fn with_variants<N, S>(
+        key: impl Into<Vec<u8>>,
+        variants: impl IntoIterator<Item = (N, S)>,
+    ) -> Init
+    where
+        N: Into<Vec<u8>>,
+        S: Into<Stock>,
+    {
+        let variants = variants
+            .into_iter()
+            .map(|(name, stock)| (name.into(), stock.into()))
+            .collect();
+        Init::of(key.into(), InitStock::Variants(variants))
+    }
+
+    fn of(key: Vec<u8>, stock: InitStock) -> Init {
         Init {
-            key: key.into(),
-            stock: stock.into(),
+            key,
+            stock,
             limit: None,
+            variant_limits: Vec::new(),
             start: None,
             end: None,
             stream: None,
@@ -64,6 +98,15 @@ impl Init {
     /// Most units one user may hold at once (0: no cap).
     pub fn limit(mut self, units: i64) -> Init {
         self.limit = Some(units);
+        self
+    }
+
+    /// Most units of the variant `name` one user may hold at once
+    /// (`VARIANTLIMIT name units`), besides the item's `limit` across
+    /// variants; for an item made by `with_variants`. Call once per
+    /// variant so capped.
+    pub fn variant_limit(mut self, name: impl Into<Vec<u8>>, units: i64) -> Init {
+        self.variant_limits.push((name.into(), units));
         self
     }
 
@@ -94,12 +137,21 @@ impl Init {
     pub fn to_cmd(&self) -> Cmd {
         let mut cmd = redis::cmd("SECKILL.INIT");
         cmd.arg(&self.key);
-        match self.stock {
-            Stock::Units(units) => cmd.arg(units),
-            Stock::Unlimited => cmd.arg("UNLIMITED"),
-        };
+        match &self.stock {
+            InitStock::Single(stock) => stock_arg(&mut cmd, *stock),
+            InitStock::Variants(variants) => {
+                cmd.arg("VARIANTS").arg(variants.len());
+                for (name, stock) in variants {
+                    cmd.arg(name);
+                    stock_arg(&mut cmd, *stock);
+                }
+            }
+        }
         if let Some(limit) = self.limit {
             cmd.arg("LIMIT").arg(limit);
+        }
+        for (name, units) in &self.variant_limits {
+            cmd.arg("VARIANTLIMIT").arg(name).arg(*units);
         }
         if let Some(start) = self.start {
             cmd.arg("START").arg(start);
@@ -135,10 +187,17 @@ impl Init {
     }
 }
 
+fn stock_arg(cmd: &mut Cmd, stock: Stock) {
+    match stock {
+        Stock::Units(units) => cmd.arg(units),
+        Stock::Unlimited => cmd.arg("UNLIMITED"),
+    };
+}
+
 /// `SECKILL.DEDUCT key user qty [ID request_id] [HOLD seconds |
-/// HOLDUNTIL unix-time-milliseconds] [WITHDEADLINE]` → `DeductResult`;
-/// `WITHDEADLINE` goes with a hold, so that the reply carries its
-/// deadline.
+/// HOLDUNTIL unix-time-milliseconds] [VARIANT name] [WITHDEADLINE]` →
+/// `DeductResult`; `WITHDEADLINE` goes with a hold, so that the reply
+/// carries its deadline.
 #[derive(Clone, Debug)]
 pub struct Deduct {
     key: Vec<u8>,
@@ -146,6 +205,7 @@ pub struct Deduct {
     qty: i64,
     request_id: Option<Vec<u8>>,
     hold: Option<HoldFor>,
+    variant: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -162,7 +222,17 @@ impl Deduct {
             qty,
             request_id: None,
             hold: None,
+            variant: None,
         }
+    }
+
+    /// Buys from the variant `name` of an item with variants (`VARIANT
+    /// name`), which needs one: `SoldOut` is that variant's stock,
+    /// `LimitReached` the item's limit across variants or the variant's
+    /// own, and the stock replied that variant's.
+    pub fn variant(mut self, name: impl Into<Vec<u8>>) -> Deduct {
+        self.variant = Some(name.into());
+        self
     }
 
     /// Records the purchase under `request_id`: a retry gets the same
@@ -204,6 +274,9 @@ impl Deduct {
             Some(HoldFor::UntilUnixMs(ms)) => {
                 cmd.arg("HOLDUNTIL").arg(ms);
             }
+        }
+        if let Some(variant) = &self.variant {
+            cmd.arg("VARIANT").arg(variant);
         }
         // Only with a hold: a purchase without one has no deadline to
         // tell, and its reply stays the plain integer.
@@ -555,6 +628,14 @@ pub fn add<K: ToRedisArgs>(key: K, qty: i64) -> Cmd {
     cmd
 }
 
+/// `SECKILL.ADD key qty VARIANT name` → `ItemFigure` (the variant's new
+/// stock)
+pub fn add_variant<K: ToRedisArgs, V: ToRedisArgs>(key: K, qty: i64, variant: V) -> Cmd {
+    let mut cmd = add(key, qty);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
 /// `SECKILL.WINDOW key start-ms end-ms` (0: open on that side) →
 /// `ItemFigure` (`Some(1)`, or `None` without an item)
 pub fn window<K: ToRedisArgs>(key: K, start_ms: i64, end_ms: i64) -> Cmd {
@@ -576,19 +657,41 @@ pub fn stream<K: ToRedisArgs, S: ToRedisArgs>(key: K, stream: Option<(S, Option<
     cmd
 }
 
-/// `SECKILL.GET key` → `Option<i64>`
+/// `SECKILL.GET key` → `Option<i64>` (of an item with variants: their
+/// stocks added up)
 pub fn get<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.GET", key)
 }
 
-/// `SECKILL.BOUGHT key user` → `Option<i64>`
+/// `SECKILL.GET key VARIANT name` → `Option<i64>`: one variant's stock
+pub fn get_variant<K: ToRedisArgs, V: ToRedisArgs>(key: K, variant: V) -> Cmd {
+    let mut cmd = get(key);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
+/// `SECKILL.BOUGHT key user` → `Option<i64>` (of an item with variants:
+/// the user's units across them)
 pub fn bought<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: U) -> Cmd {
     let mut cmd = keyed("SECKILL.BOUGHT", key);
     cmd.arg(user);
     cmd
 }
 
-/// `SECKILL.HOLDS key [user]` → `Option<Vec<Hold>>`
+/// `SECKILL.BOUGHT key user VARIANT name` → `Option<i64>`: the user's
+/// units of one variant
+pub fn bought_variant<K: ToRedisArgs, U: ToRedisArgs, V: ToRedisArgs>(
+    key: K,
+    user: U,
+    variant: V,
+) -> Cmd {
+    let mut cmd = bought(key, user);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
+/// `SECKILL.HOLDS key [user]` → `Option<Vec<Hold>>` (on an item with
+/// variants, each hold names its variant)
 pub fn holds<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: Option<U>) -> Cmd {
     let mut cmd = keyed("SECKILL.HOLDS", key);
     if let Some(user) = user {
@@ -597,16 +700,26 @@ pub fn holds<K: ToRedisArgs, U: ToRedisArgs>(key: K, user: Option<U>) -> Cmd {
     cmd
 }
 
-/// `SECKILL.STATUS key request_id` → `Option<OrderState>`
+/// `SECKILL.STATUS key request_id` → `Option<OrderState>` (on an item
+/// with variants, with the purchase's variant)
 pub fn status<K: ToRedisArgs, I: ToRedisArgs>(key: K, request_id: I) -> Cmd {
     let mut cmd = keyed("SECKILL.STATUS", key);
     cmd.arg(request_id);
     cmd
 }
 
-/// `SECKILL.INFO key` → `Option<ItemInfo>`
+/// `SECKILL.INFO key` → `Option<ItemInfo>` (of an item with variants:
+/// their counters added up, and `variants` how many there are)
 pub fn info<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.INFO", key)
+}
+
+/// `SECKILL.INFO key VARIANT name` → `Option<ItemInfo>`: one variant's
+/// counters
+pub fn info_variant<K: ToRedisArgs, V: ToRedisArgs>(key: K, variant: V) -> Cmd {
+    let mut cmd = info(key);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
 }
 
 /// `SECKILL.SCAN key cursor [COUNT count]` → `ScanPage` (cursor 0 starts
@@ -618,6 +731,20 @@ pub fn scan<K: ToRedisArgs>(key: K, cursor: u64, count: Option<u64>) -> Cmd {
     if let Some(count) = count {
         cmd.arg("COUNT").arg(count);
     }
+    cmd
+}
+
+/// `SECKILL.SCAN key cursor [COUNT count] VARIANT name` → `ScanPage`: the
+/// records of one variant (an item with variants is scanned a variant at
+/// a time; `scan` without one is an error there)
+pub fn scan_variant<K: ToRedisArgs, V: ToRedisArgs>(
+    key: K,
+    cursor: u64,
+    count: Option<u64>,
+    variant: V,
+) -> Cmd {
+    let mut cmd = scan(key, cursor, count);
+    cmd.arg("VARIANT").arg(variant);
     cmd
 }
 

@@ -44,6 +44,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! An item selling several stocks under one per-user limit (the sizes of
+//! a sneaker drop) is made with `Init::with_variants`; each purchase names
+//! its variant with `Deduct::variant`, and the `*_variant` methods
+//! (`seckill_get_variant`, `seckill_bought_variant`,
+//! `seckill_info_variant`, `seckill_add_variant`, `seckill_scan_variant`)
+//! read or restock one variant, where the plain ones report the whole item.
+//!
+//! ```no_run
+//! use seckill_client::{Deduct, Init, Outcome, SeckillCommands};
+//!
+//! let client = redis::Client::open("redis://127.0.0.1/")?;
+//! let mut con = client.get_connection()?;
+//! con.seckill_init(&Init::with_variants("{drop:7}", [("42", 2), ("43", 1)]).limit(1))?;
+//! let bought = con.seckill_deduct(&Deduct::new("{drop:7}", "ana", 1).variant("43"))?;
+//! assert!(bought.bought());
+//! let second = con.seckill_deduct(&Deduct::new("{drop:7}", "ana", 1).variant("42"))?;
+//! assert_eq!(second.outcome, Outcome::LimitReached);
+//! assert_eq!(con.seckill_get_variant("{drop:7}", "42")?, Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! An order of several items sharing a hash tag is taken whole or not at
 //! all with `seckill_order` (`SECKILL.MDEDUCT`), then confirmed whole
 //! (`seckill_confirm_order`) or refunded (`seckill_refund_order`). On a
@@ -247,6 +268,17 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query::<ItemFigure>(command::add(key, qty), self).map(|figure| figure.0)
     }
 
+    /// Restocks one variant of an item with variants: the variant's new
+    /// stock; `None` without an item.
+    fn seckill_add_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        variant: V,
+    ) -> Result<Option<i64>> {
+        query::<ItemFigure>(command::add_variant(key, qty, variant), self).map(|figure| figure.0)
+    }
+
     /// False without an item.
     fn seckill_window<K: ToRedisArgs>(
         &mut self,
@@ -266,16 +298,39 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query::<ItemFigure>(command::stream(key, stream), self).map(|f| f.0.is_some())
     }
 
+    /// The stock left (of an item with variants, theirs added up); `None`
+    /// without an item.
     fn seckill_get<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<i64>> {
         query(command::get(key), self)
     }
 
+    /// The stock left of one variant; `None` without an item.
+    fn seckill_get_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        variant: V,
+    ) -> Result<Option<i64>> {
+        query(command::get_variant(key, variant), self)
+    }
+
+    /// The units `user` holds now (of an item with variants, across them);
+    /// `None` without an item.
     fn seckill_bought<K: ToRedisArgs, U: ToRedisArgs>(
         &mut self,
         key: K,
         user: U,
     ) -> Result<Option<i64>> {
         query(command::bought(key, user), self)
+    }
+
+    /// The units of one variant `user` holds now; `None` without an item.
+    fn seckill_bought_variant<K: ToRedisArgs, U: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        user: U,
+        variant: V,
+    ) -> Result<Option<i64>> {
+        query(command::bought_variant(key, user, variant), self)
     }
 
     fn seckill_holds<K: ToRedisArgs, U: ToRedisArgs>(
@@ -286,8 +341,19 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query(command::holds(key, user), self)
     }
 
+    /// The item's counters (of an item with variants, theirs added up,
+    /// and `variants` how many there are); `None` without an item.
     fn seckill_info<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<ItemInfo>> {
         query(command::info(key), self)
+    }
+
+    /// One variant's counters; `None` without an item.
+    fn seckill_info_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        variant: V,
+    ) -> Result<Option<ItemInfo>> {
+        query(command::info_variant(key, variant), self)
     }
 
     /// Where the purchase under `request_id` stands; `None` if no item.
@@ -312,6 +378,18 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         query(command::scan(key, cursor, count), self)
     }
 
+    /// One page of the records of one variant of an item with variants
+    /// (which is scanned a variant at a time), as `seckill_scan` pages.
+    fn seckill_scan_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        cursor: u64,
+        count: Option<u64>,
+        variant: V,
+    ) -> Result<ScanPage> {
+        query(command::scan_variant(key, cursor, count, variant), self)
+    }
+
     /// Every record of the item, following `SECKILL.SCAN`'s cursor until
     /// it is 0, `count` records a call. Every record that existed when the
     /// scan started comes once, however the item changes meanwhile;
@@ -325,6 +403,25 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
         ScanIter {
             con: self,
             key: key.to_redis_args(),
+            variant: None,
+            count,
+            cursor: Some(0),
+            page: Vec::new().into_iter(),
+        }
+    }
+
+    /// Every record of one variant of an item with variants, as
+    /// `seckill_scan_iter` follows the cursor.
+    fn seckill_scan_iter_variant<K: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        count: Option<u64>,
+        variant: V,
+    ) -> ScanIter<'_, Self> {
+        ScanIter {
+            con: self,
+            key: key.to_redis_args(),
+            variant: Some(variant.to_redis_args()),
             count,
             cursor: Some(0),
             page: Vec::new().into_iter(),
@@ -373,6 +470,8 @@ impl<C: redis::ConnectionLike> SeckillCommands for C {}
 pub struct ScanIter<'a, C> {
     con: &'a mut C,
     key: Vec<Vec<u8>>,
+    /// The variant scanned, on an item with variants.
+    variant: Option<Vec<Vec<u8>>>,
     count: Option<u64>,
     /// The cursor of the next page; `None` once the scan is over.
     cursor: Option<u64>,
@@ -388,7 +487,13 @@ impl<C: SeckillCommands> Iterator for ScanIter<'_, C> {
                 return Some(Ok(record));
             }
             let cursor = self.cursor?;
-            match self.con.seckill_scan(&self.key, cursor, self.count) {
+            let page = match &self.variant {
+                None => self.con.seckill_scan(&self.key, cursor, self.count),
+                Some(variant) => self
+                    .con
+                    .seckill_scan_variant(&self.key, cursor, self.count, variant),
+            };
+            match page {
                 Ok(page) => {
                     self.cursor = (page.cursor != 0).then_some(page.cursor);
                     self.page = page.records.into_iter();

@@ -402,16 +402,29 @@ pub struct Hold {
     pub qty: i64,
     /// Unix milliseconds.
     pub deadline: i64,
+    /// The variant held, on an item with variants; `None` on an item
+    /// without (and from a module older than variants).
+    pub variant: Option<String>,
 }
 
 impl FromRedisValue for Hold {
+    /// `[request_id, user, qty, deadline]`, or on an item with variants
+    /// `[request_id, user, qty, deadline, variant]`.
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        let (value, variant) = match value {
+            Value::Array(mut fields) if fields.len() == 5 => {
+                let variant = fields.pop().map(FromRedisValue::from_redis_value);
+                (Value::Array(fields), variant.transpose()?)
+            }
+            value => (value, None),
+        };
         let (request_id, user, qty, deadline) = FromRedisValue::from_redis_value(value)?;
         Ok(Hold {
             request_id,
             user,
             qty,
             deadline,
+            variant,
         })
     }
 }
@@ -479,6 +492,9 @@ pub struct OrderState {
     pub qty: i64,
     /// A hold's deadline (Unix ms); 0 for a purchase made without one.
     pub deadline: i64,
+    /// The variant the purchase is of, on an item with variants; `None`
+    /// on an item without (and from a module older than variants).
+    pub variant: Option<String>,
 }
 
 /// The fields of a reply that is a map under RESP3 and a flat
@@ -502,6 +518,7 @@ impl FromRedisValue for OrderState {
             user: None,
             qty: 0,
             deadline: 0,
+            variant: None,
         };
         for (field, value) in pairs {
             let field: String = FromRedisValue::from_redis_value(field)?;
@@ -510,6 +527,7 @@ impl FromRedisValue for OrderState {
                 "user" => state.user = FromRedisValue::from_redis_value(value)?,
                 "qty" => state.qty = integer(&value)?,
                 "deadline" => state.deadline = integer(&value)?,
+                "variant" => state.variant = FromRedisValue::from_redis_value(value)?,
                 // A field a newer module adds.
                 _ => {}
             }

@@ -87,7 +87,8 @@ fn every_command(con: &mut Connection) {
             request_id: "h1".into(),
             user: "cat".into(),
             qty: 1,
-            deadline
+            deadline,
+            variant: None
         }
     );
     let dans = con.seckill_holds(key, Some("dan")).unwrap().unwrap();

@@ -71,7 +71,7 @@ async function commandsScenario(sk, admin) {
   assert.deepEqual({ ...info }, {
     stock: 0, unlimited: false, limit: 2, initial: 5, added: 0, sold: 7, refunded: 2, held: 0,
     holds: 0, expired: 0, buyers: 4, requests: 4, start: 0, end: 0, stream: null, streamMaxlen: 0,
-    movedOut: 0, movedIn: 0, streamConfirmed: false,
+    movedOut: 0, movedIn: 0, streamConfirmed: false, variants: 0,
   });
   assert.equal(log(await sk.add('sku:1001', 3)), 3);
   assert.equal(log(await sk.add('sku:1001', 2n)), 5);
@@ -109,16 +109,16 @@ async function commandsScenario(sk, admin) {
   const holds = log(await sk.holds('{sku:4004}'));
   assert.equal(holds.length, 1);
   assert.ok(holds[0] instanceof Hold);
-  assert.deepEqual({ ...holds[0] }, { requestId: 'order-7', user: 'frank', qty: 1, deadline: FAR });
+  assert.deepEqual({ ...holds[0] }, { requestId: 'order-7', user: 'frank', qty: 1, deadline: FAR, variant: null });
   assert.deepEqual(log(await sk.holds('{sku:4004}', 'frank')), holds);
   assert.deepEqual(log(await sk.holds('{sku:4004}', 'nobody')), []);
   const held = log(await sk.status('{sku:4004}', 'order-7'));
   assert.ok(held instanceof OrderState);
-  assert.deepEqual({ ...held }, { status: RequestStatus.HELD, user: 'frank', qty: 1, deadline: FAR });
+  assert.deepEqual({ ...held }, { status: RequestStatus.HELD, user: 'frank', qty: 1, deadline: FAR, variant: null });
   assert.equal(log(await sk.confirm('{sku:4004}', 'order-7')), ConfirmOutcome.CONFIRMED);
   assert.equal(log(await sk.confirm('{sku:4004}', 'order-7')), ConfirmOutcome.ALREADY_FINAL);
   assert.equal(log(await sk.status('{sku:4004}', 'order-7')).status, RequestStatus.CONFIRMED);
-  assert.deepEqual({ ...log(await sk.status('{sku:4004}', 'never-used')) }, { status: RequestStatus.UNKNOWN, user: null, qty: 0, deadline: 0 });
+  assert.deepEqual({ ...log(await sk.status('{sku:4004}', 'never-used')) }, { status: RequestStatus.UNKNOWN, user: null, qty: 0, deadline: 0, variant: null });
   assert.equal(log(await sk.status('sku:2002', 'order-7')), null);
   // A deadline of now + 900 s differs from run to run: logged without it.
   const graceOrder = await sk.deduct('{sku:4004}', 'grace', 1, { requestId: 'order-8', hold: 900 });
@@ -236,7 +236,7 @@ async function transfersScenario(sk) {
   assert.equal(log(await sk.add(p1, 1)), 8);
   const base = {
     unlimited: false, limit: 2, refunded: 0, held: 0, holds: 0, expired: 0,
-    start: 0, end: 0, stream: null, streamMaxlen: 0, streamConfirmed: false,
+    start: 0, end: 0, stream: null, streamMaxlen: 0, streamConfirmed: false, variants: 0,
   };
   const i0 = log(await sk.info(p0));
   assert.ok(i0 instanceof ItemInfo);
@@ -523,7 +523,9 @@ async function errorsScenario(sk, admin, connectAs, { typedDirectly }) {
   // Client-side checks: types the library refuses before sending.
   await assert.rejects(sk.deduct('{e}:item', 'alice', 1.5), RangeError);
   await assert.rejects(sk.deduct('{e}:item', 'alice', 1, { requestID: 'typo' }), TypeError);
-  await assert.rejects(sk.init('{e}:item', { stock: 1 }), TypeError);
+  // (An object is the stocks of variants now: { stock: 1 } names a variant "stock".)
+  await assert.rejects(sk.init('{e}:item', { stock: true }), TypeError);
+  await assert.rejects(sk.init('{e}:item', [1]), TypeError);
   await assert.rejects(sk.deduct('{e}:item', null), TypeError);
   await assert.rejects(sk.take('{e}:item', 1), TypeError);
   await assert.rejects(sk.take('{e}:item', 1, 't', { destination: 'x' }), TypeError);
@@ -649,7 +651,7 @@ async function ordersScenario(sk, admin) {
   const held = await sk.order([[phone, 1], { key: kase, qty: 1 }], 'lena', 'order-50', { holdUntil: FAR });
   assert.deepEqual(log(plainOrder(held)), { taken: true, lines: [bought(1), bought(0)], deadline: FAR });
   for (const key of [phone, kase]) {
-    assert.deepEqual({ ...(await sk.status(key, 'order-50')) }, { status: RequestStatus.HELD, user: 'lena', qty: 1, deadline: FAR });
+    assert.deepEqual({ ...(await sk.status(key, 'order-50')) }, { status: RequestStatus.HELD, user: 'lena', qty: 1, deadline: FAR, variant: null });
   }
   // A retry gets the first reply and takes nothing more.
   assert.deepEqual(log(plainOrder(await sk.order([[phone, 1], [kase]], 'lena', 'order-50', { holdUntil: FAR }))), plainOrder(held));
@@ -855,8 +857,158 @@ async function scanScenario(sk, admin) {
   }
 }
 
+// An item with variants (SECKILL.INIT ... VARIANTS), following the
+// transcript of docs/commands.md: a drop of three sizes under LIMIT 1, each
+// command of the whole item and of one variant, the variant STATUS and
+// HOLDS name, a restock of one size, a scan of one size, and the errors of
+// a call that names no variant. `sk` is seckillOf(client) (scan and
+// scanIterator). Returns a transcript of every value.
+async function variantsScenario(sk, admin, { typedDirectly }) {
+  const t = [];
+  const log = (v) => { t.push(v); return v; };
+  const check = (err, Class, expected) => {
+    if (typedDirectly) assert.ok(err instanceof Class, `thrown as ${Class.name}: ${err}`);
+    return expectSeckillError(err, Class, expected);
+  };
+  const invalid = (message) => ({ kind: ErrorKind.INVALID_ARGUMENT, code: 'ERR', message });
+  const plainRecord = (r) => {
+    assert.ok(r instanceof BuyerRecord || r instanceof RequestRecord, `a record, got ${r}`);
+    return { ...r };
+  };
+  const all = async (iterator) => {
+    const out = [];
+    for await (const r of iterator) out.push(plainRecord(r));
+    return out;
+  };
+  const drop = '{drop:7}';
+  const orders = '{drop:7}:orders';
+
+  // Sizes 42, 43 and 44 (an object: its keys are the names), one pair per person.
+  assert.equal(log(await sk.init(drop, { 42: 2, 43: 1, 44: 5 }, { limit: 1, stream: orders })), true);
+  assert.equal(log(await sk.init(drop, { 42: 2, 43: 1, 44: 5 }, { limit: 1, stream: orders })), false);
+  assert.deepEqual(plain(log(await sk.deduct(drop, 'ana', 1, { requestId: 'order-60', variant: 43 }))), bought(0));
+  // A second size for the same buyer: the limit across variants.
+  assert.deepEqual(plain(log(await sk.deduct(drop, 'ana', 1, { requestId: 'order-61', variant: 42 }))), rejected(Outcome.LIMIT_REACHED));
+  // A retry gets the first reply; another buyer finds size 43 sold out.
+  assert.deepEqual(plain(log(await sk.deduct(drop, 'ana', 1, { requestId: 'order-60', variant: '43' }))), bought(0));
+  assert.deepEqual(plain(log(await sk.deduct(drop, 'ben', 1, { requestId: 'order-62', variant: 43 }))), rejected(Outcome.SOLD_OUT));
+  const held = log(await sk.deduct(drop, 'ben', { requestId: 'order-63', variant: Buffer.from('44'), holdUntil: FAR }));
+  assert.deepEqual([plain(held), held.deadline], [bought(4), FAR]);
+
+  // The whole item (the variants added up), and one variant.
+  assert.equal(log(await sk.get(drop)), 6);
+  assert.deepEqual(log(await Promise.all([42, '43', Buffer.from('44')].map((variant) => sk.get(drop, { variant })))), [2, 0, 4]);
+  assert.equal(log(await sk.bought(drop, 'ana')), 1);
+  assert.equal(log(await sk.bought(drop, 'ana', { variant: 43 })), 1);
+  assert.equal(log(await sk.bought(drop, 'ana', { variant: 42 })), 0);
+  const whole = log(await sk.info(drop));
+  assert.ok(whole instanceof ItemInfo);
+  assert.deepEqual([whole.variants, whole.stock, whole.limit, whole.initial, whole.sold, whole.held, whole.holds, whole.buyers, whole.requests],
+    [3, 6, 1, 8, 2, 1, 1, 2, 2]);
+  assert.equal(whole.stream, orders);
+  const size44 = log(await sk.info(drop, { variant: 44 }));
+  assert.ok(size44 instanceof ItemInfo);
+  assert.deepEqual([size44.variants, size44.stock, size44.initial, size44.sold, size44.held, size44.holds, size44.buyers],
+    [0, 4, 5, 1, 1, 1, 1]);
+
+  // STATUS and HOLDS name the variant; CONFIRM and REFUND find it by the request id.
+  const state = log(await sk.status(drop, 'order-63'));
+  assert.ok(state instanceof OrderState && Object.isFrozen(state));
+  assert.deepEqual({ ...state }, { status: RequestStatus.HELD, user: 'ben', qty: 1, deadline: FAR, variant: '44' });
+  assert.deepEqual({ ...log(await sk.status(drop, 'order-60')) },
+    { status: RequestStatus.PURCHASED, user: 'ana', qty: 1, deadline: 0, variant: '43' });
+  assert.deepEqual({ ...log(await sk.status(drop, 'never-used')) },
+    { status: RequestStatus.UNKNOWN, user: null, qty: 0, deadline: 0, variant: null });
+  const holds = log(await sk.holds(drop));
+  assert.ok(holds.every((h) => h instanceof Hold && Object.isFrozen(h)));
+  assert.deepEqual(holds.map((h) => ({ ...h })), [{ requestId: 'order-63', user: 'ben', qty: 1, deadline: FAR, variant: '44' }]);
+  assert.deepEqual(log(await sk.holds(drop, 'ben')), holds);
+  assert.deepEqual(log(await sk.holds(drop, 'ana')), []);
+  assert.equal(log(await sk.confirm(drop, 'order-63')), ConfirmOutcome.CONFIRMED);
+  assert.equal(log(await sk.status(drop, 'order-63')).status, RequestStatus.CONFIRMED);
+  assert.deepEqual(plainRefund(log(await sk.refund(drop, 'order-60'))), refunded(1));
+  // Given back: a pair of another size is within the limit again.
+  assert.equal(log(await sk.add(drop, 3, { variant: 42 })), 5);
+  assert.deepEqual(plain(log(await sk.deduct(drop, 'ana', 1, { requestId: 'order-64', variant: 42 }))), bought(4));
+  assert.equal(log(await sk.status(drop, 'order-64')).variant, '42');
+  assert.deepEqual(log(await Promise.all([42, 43, 44].map((variant) => sk.get(drop, { variant })))), [4, 1, 4]);
+  assert.equal(log(await sk.get(drop)), 9);
+  // Each order event names its variant.
+  const events = await admin('XRANGE', orders, '-', '+');
+  const variantsOf = events.map(([, fields]) => fields[fields.indexOf('variant') + 1]);
+  assert.deepEqual(variantsOf.slice(0, 2), ['43', '44']);
+  assert.equal(variantsOf[variantsOf.length - 1], '42');
+
+  // A scan walks one variant: a page, and the iterator.
+  const page = log(await sk.scan(drop, '0', { variant: 43, count: 10 }));
+  assert.deepEqual({ cursor: page.cursor, records: page.records.map(plainRecord) }, {
+    cursor: '0',
+    records: [
+      { type: 'buyer', user: 'ana', units: 0 },
+      { type: 'request', requestId: 'order-60', user: 'ana', qty: 1, status: RequestStatus.REFUNDED, deadline: 0 },
+    ],
+  });
+  assert.deepEqual(log(await all(sk.scanIterator(drop, { variant: 44, count: 1 }))), [
+    { type: 'buyer', user: 'ben', units: 1 },
+    { type: 'request', requestId: 'order-63', user: 'ben', qty: 1, status: RequestStatus.CONFIRMED, deadline: FAR },
+  ]);
+  assert.deepEqual(log(await all(sk.scanIterator(drop, { variant: '42' }))), [
+    { type: 'buyer', user: 'ana', units: 1 },
+    { type: 'request', requestId: 'order-64', user: 'ana', qty: 1, status: RequestStatus.PURCHASED, deadline: 0 },
+  ]);
+
+  // A Map (in its order), an UNLIMITED size, and a size with a cap of its own.
+  const tees = '{drop:8}';
+  assert.equal(log(await sk.init(tees, new Map([['s', 1], [Buffer.from('m'), UNLIMITED]]), { variantLimits: { m: 1 } })), true);
+  assert.deepEqual(plain(log(await sk.deduct(tees, 'dee', 1, { variant: 'm' }))), bought(UNLIMITED_STOCK));
+  assert.deepEqual(plain(log(await sk.deduct(tees, 'dee', 1, { variant: 'm' }))), rejected(Outcome.LIMIT_REACHED));
+  assert.deepEqual(plain(log(await sk.deduct(tees, 'dee', 1, { variant: 's' }))), bought(0));
+  assert.equal(log(await sk.get(tees)), UNLIMITED_STOCK);
+  assert.equal(log(await sk.bought(tees, 'dee')), 2);
+  const teesInfo = log(await sk.info(tees));
+  assert.deepEqual([teesInfo.variants, teesInfo.unlimited, teesInfo.limit], [2, true, 0]);
+  assert.deepEqual([(await sk.info(tees, { variant: 'm' })).limit, (await sk.info(tees, { variant: 's' })).stock], [1, 0]);
+
+  // No such item: the reads of one variant say so as the item's do.
+  const missing = '{drop:7}:missing';
+  assert.equal(log(await sk.get(missing, { variant: 42 })), null);
+  assert.equal(log(await sk.bought(missing, 'ana', { variant: 42 })), null);
+  assert.equal(log(await sk.info(missing, { variant: 42 })), null);
+  assert.deepEqual({ ...log(await sk.scan(missing, 0, { variant: 42 })) }, { cursor: '0', records: [] });
+  assert.equal(log(await sk.add(missing, 1, { variant: 42 })), null);
+
+  // The server's refusals, typed; nothing changes.
+  const needed = invalid('the item sells variants: name one with VARIANT');
+  check(await rejectsWith(sk.deduct(drop, 'cy', 1)), InvalidArgumentError, needed);
+  check(await rejectsWith(sk.deduct(drop, 'cy', 1, { requestId: 'order-65', holdUntil: FAR })), InvalidArgumentError, needed);
+  check(await rejectsWith(sk.add(drop, 1)), InvalidArgumentError, needed);
+  check(await rejectsWith(sk.scan(drop, '0')), InvalidArgumentError, needed);
+  await assert.rejects(all(sk.scanIterator(drop)), (err) => !!check(err, InvalidArgumentError, needed));
+  check(await rejectsWith(sk.deduct(drop, 'cy', 1, { variant: 'xl' })), InvalidArgumentError, invalid('no such variant'));
+  check(await rejectsWith(sk.get(drop, { variant: 'xl' })), InvalidArgumentError, invalid('no such variant'));
+  await sk.init('{drop:7}:plain', 3);
+  check(await rejectsWith(sk.deduct('{drop:7}:plain', 'cy', 1, { variant: 42 })), InvalidArgumentError, invalid('the item has no variants'));
+  // 42 and '42' are one name.
+  check(await rejectsWith(sk.init('{drop:9}', new Map([[42, 1], ['42', 1]]))), InvalidArgumentError,
+    invalid('VARIANTS takes 1 to 64 name stock pairs, names of 1 to 64 bytes each named once'));
+  assert.equal(log(await sk.get(drop)), 9);
+  assert.equal(log(await sk.bought(drop, 'cy')), 0);
+
+  // Checked before anything is sent.
+  await assert.rejects(sk.init('{drop:9}', {}), TypeError);
+  await assert.rejects(sk.init('{drop:9}', { s: 1.5 }), RangeError);
+  await assert.rejects(sk.init('{drop:9}', { s: true }), TypeError);
+  await assert.rejects(sk.init('{drop:9}', { s: 1 }, { variantLimits: 1 }), TypeError);
+  await assert.rejects(sk.add(drop, 1, { transferId: 't-1', variant: 42 }), TypeError);
+  await assert.rejects(sk.get(drop, { size: 42 }), TypeError);
+  await assert.rejects(sk.deduct(drop, 'cy', 1, { variant: {} }), TypeError);
+  assert.throws(() => sk.scanIterator(drop, { variant: [42] }), TypeError);
+  assert.equal(await admin('EXISTS', '{drop:9}'), 0);
+  return t;
+}
+
 module.exports = {
-  scanScenario, holdsScenario, ordersScenario, plainOrder, plainConfirmation, plainRefunds,
+  scanScenario, variantsScenario, holdsScenario, ordersScenario, plainOrder, plainConfirmation, plainRefunds,
   FAR, commandsScenario, transfersScenario, splitScenario, errorsScenario, expectSeckillError, rejectsWith, plain, bought, rejected,
   plainRefund, refunded, notRefunded,
 };

@@ -158,6 +158,32 @@ async function nodeRedis(): Promise<void> {
   // @ts-expect-error the module sends one command: the iterator is seckillOf's
   client.seckill.scanIterator('sku:1');
   console.log(next);
+
+  // Variants: several stocks under one limit.
+  await client.seckill.init('{drop:7}', { 42: 2, 43: 1, 44: UNLIMITED }, { limit: 1, variantLimits: { 44: 1 }, stream: '{drop:7}:orders' });
+  await client.seckill.init('{drop:8}', new Map([[Buffer.from('s'), 1], [Buffer.from('m'), 2]]), { variantLimits: new Map([['s', 1n]]) });
+  const size: DeductResult = await client.seckill.deduct('{drop:7}', 'ana', 1, { requestId: 'order-60', variant: 43 });
+  const sized: DeductResult = await client.seckill.deduct('{drop:7}', 'ana', { variant: '42', hold: 60, requestId: 'order-61' });
+  const whole: number | null = await client.seckill.get('{drop:7}');
+  const one: number | null = await client.seckill.get('{drop:7}', { variant: 44 });
+  const mine: number | null = await client.seckill.bought('{drop:7}', 'ana', { variant: 43 });
+  const vinfo: ItemInfo | null = await client.seckill.info('{drop:7}', { variant: '43' });
+  if (vinfo !== null) console.log(vinfo.variants + 1);
+  const restocked: number | null = await client.seckill.add('{drop:7}', 5, { variant: 42 });
+  const vpage: ScanPage = await client.seckill.scan('{drop:7}', 0, { count: 10, variant: 42 });
+  for await (const rec of seckillOf(client).scanIterator('{drop:7}', { variant: 43 })) console.log(rec.type);
+  const vstate = await client.seckill.status('{drop:7}', 'order-60');
+  const bySize: string | Buffer | null = vstate === null ? null : vstate.variant;
+  const vholds = await client.seckill.holds('{drop:7}');
+  if (vholds) for (const hold of vholds) { const v: string | Buffer | null = hold.variant; console.log(v); }
+  const vtx = await client.multi().seckill.get('{drop:7}', { variant: 42 }).seckill.info('{drop:7}', { variant: 42 }).exec();
+  // @ts-expect-error a variant name is not an object
+  await client.seckill.get('{drop:7}', { variant: { size: 42 } });
+  // @ts-expect-error unknown option of get
+  await client.seckill.get('{drop:7}', { size: 42 });
+  // @ts-expect-error a variant limit is an integer
+  await client.seckill.init('{drop:9}', { s: 1 }, { variantLimits: { s: true } });
+  console.log(size, sized, whole, one, mine, restocked, vpage, bySize, vtx);
 }
 
 async function ioredis(): Promise<void> {
@@ -169,7 +195,17 @@ async function ioredis(): Promise<void> {
   await redis.multi().seckillGet('sku:1').seckill.bought('sku:1', 'bob').exec();
   await redis.set('plain', '1');
   // @ts-expect-error stock must be an integer or UNLIMITED
-  await redis.seckill.init('sku:1', { stock: 1 });
+  await redis.seckill.init('sku:1', true);
+  // @ts-expect-error a variant's stock must be an integer or UNLIMITED
+  await redis.seckill.init('sku:1', { s: true });
+  // Variants: the namespace, the flat methods, a pipeline.
+  await redis.seckill.init('{drop}', new Map<string | number, number | 'UNLIMITED'>([[42, 1], ['43', UNLIMITED]]), { limit: 1 });
+  const vr: DeductResult = await redis.seckill.deduct('{drop}', 'alice', { variant: 42, requestId: 'v-1' });
+  const vs: number | null = await redis.seckillGet('{drop}', { variant: '42' });
+  const vi: ItemInfo | null = await redis.seckill.info('{drop}', { variant: Buffer.from('43') });
+  await redis.pipeline().seckill.bought('{drop}', 'alice', { variant: 42 }).seckill.add('{drop}', 1, { variant: 42 }).exec();
+  for await (const rec of redis.seckill.scanIterator('{drop}', { variant: 42, count: 10 })) console.log(rec.type);
+  console.log(vr, vs, vi);
   const cluster = install2(new Cluster([{ host: '127.0.0.1', port: 30001 }], { enableAutoPipelining: true }));
   const hs: Hold[] | null = await cluster.seckill.holds('sku:1', 'alice');
   const moved = await redis.pipeline()
