@@ -76,6 +76,8 @@ fn command(name: &'static str, stat: &'static str, args: &[&str]) -> Command {
 pub const MODULE: &str = "SECKILL.DEDUCT";
 pub const MODULE_ID: &str = "SECKILL.DEDUCT ... ID";
 pub const MODULE_HOLD: &str = "SECKILL.DEDUCT ... ID ... HOLD";
+/// A purchase of one variant of an item with three (a drop's sizes).
+pub const MODULE_VARIANT: &str = "SECKILL.DEDUCT ... ID ... VARIANT, 3 variants";
 /// One order of three items, every line or none (`SECKILL.MDEDUCT`).
 pub const MODULE_ORDER: &str = "SECKILL.MDEDUCT, 3 lines ... ID";
 pub const LUA_SECKILL: &str = "Lua seckill.lua (EVALSHA)";
@@ -124,6 +126,25 @@ pub fn single_commands(
     let stock = stock.to_string();
     let key = |name: &str| format!("{prefix}:{name}");
     let (item, item_id, item_hold) = (key("item"), key("item-id"), key("item-hold"));
+    let item_variants = key("item-variants");
+    ok::<i64>(
+        con,
+        &[
+            "SECKILL.INIT",
+            &item_variants,
+            "VARIANTS",
+            "3",
+            "s",
+            &stock,
+            "m",
+            &stock,
+            "l",
+            &stock,
+            "LIMIT",
+            "1000000000",
+            "REPLACE",
+        ],
+    );
     // An order's items share a hash tag, as they must in a cluster.
     let lines: Vec<String> = (1..=3)
         .map(|n| format!("{{{prefix}:order}}:item{n}"))
@@ -187,6 +208,20 @@ pub fn single_commands(
             ],
         ),
         command(
+            MODULE_VARIANT,
+            "seckill.deduct",
+            &[
+                "SECKILL.DEDUCT",
+                &item_variants,
+                "user:bench",
+                "1",
+                "ID",
+                "req:__rand_int__",
+                "VARIANT",
+                "m",
+            ],
+        ),
+        command(
             MODULE_ORDER,
             "seckill.mdeduct",
             &[
@@ -244,11 +279,12 @@ pub fn single_commands(
         commands.push(command(FLOOR, "floor.touch", &["FLOOR.TOUCH", &item]));
     }
     for command in &mut commands {
-        command.keyspace = if [MODULE_ID, MODULE_HOLD, MODULE_ORDER].contains(&command.name) {
-            REQUEST_ID_SPACE
-        } else {
-            users
-        };
+        command.keyspace =
+            if [MODULE_ID, MODULE_HOLD, MODULE_VARIANT, MODULE_ORDER].contains(&command.name) {
+                REQUEST_ID_SPACE
+            } else {
+                users
+            };
     }
     commands
 }

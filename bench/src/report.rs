@@ -5,7 +5,7 @@
 use crate::big_items::{BigItems, Growth};
 use crate::contenders::{
     BASELINE, DECRBY, FLOOR, FUNCTION, GET, HINCRBY, LUA_SECKILL, MODULE, MODULE_HOLD, MODULE_ID,
-    MODULE_ORDER, POSTGRES, POSTGRES_DURABLE,
+    MODULE_ORDER, MODULE_VARIANT, POSTGRES, POSTGRES_DURABLE,
 };
 use crate::instructions::Count;
 use crate::load::Throughput;
@@ -486,6 +486,12 @@ impl Report {
                 "server µs/call, hold path: DEDUCT ... HOLD / DEDUCT ... ID",
                 ratio(a.usec(MODULE_HOLD), a.usec(MODULE_ID)),
                 1.3,
+                false,
+            ),
+            target(
+                "server µs/call, a variant purchase: DEDUCT ... ID ... VARIANT / DEDUCT ... ID",
+                ratio(a.usec(MODULE_VARIANT), a.usec(MODULE_ID)),
+                1.1,
                 false,
             ),
             target(

@@ -391,10 +391,15 @@ fn a_deleted_item_is_rebuilt_from_its_rows_and_sells_out_exactly() {
 /// `orders` rows of `item`: every status, and purchases without an id.
 fn fill_table(server: &Server, pg: &Postgres, item: &str, orders: usize) {
     let consumer = start_consumer(server, pg, "{schema}:orders", "schema");
+    // The consumer creates the table, then brings it to its schema in a
+    // step of its own: its newest column is there once both are done.
     wait_until("the table to be created", Duration::from_secs(30), || {
-        pg.sql("SELECT to_regclass('seckill_orders') IS NOT NULL")
-            .trim()
-            == "t"
+        pg.sql(
+            "SELECT count(*) FROM information_schema.columns \
+             WHERE table_name = 'seckill_orders' AND column_name = 'hold_until_ms'",
+        )
+        .trim()
+            == "1"
     });
     drop(consumer);
     // Holds run until 2100; a lapsed hold's deadline is long past.
