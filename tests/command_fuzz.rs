@@ -26,6 +26,9 @@ const CALLS_PER_SEED: usize = 5_000;
 const KEYS: &[&str] = &["{a}", "{b}", "{c}", "{d}", "{z}", "{p}"];
 /// Keys whose INFO is checked after every call.
 const ITEMS: &[&str] = &["{a}", "{b}", "{c}", "{d}", "{z}"];
+/// Variant names calls use: two an item with variants may have, one it
+/// never has.
+const VARIANTS: &[&str] = &["s", "m", "xl"];
 
 struct Rng(u64);
 
@@ -133,13 +136,31 @@ fn seckill_call(rng: &mut Rng) -> Args {
         // INIT key stock [LIMIT n] [START s] [END e] [STREAM s [MAXLEN n]] [EX ..] [REPLACE]
         0..=7 => {
             let mut args = vec![b("SECKILL.INIT"), key.clone()];
-            args.push(if rng.percent(15) {
-                b("UNLIMITED")
+            let variants = rng.percent(25);
+            if variants {
+                // An item with variants, now and then a repeated name.
+                let count = rng.range(1, 3);
+                args.extend([b("VARIANTS"), b(count.to_string())]);
+                for _ in 0..count {
+                    args.push(b(rng.pick(VARIANTS)));
+                    args.push(b(rng.range(0, 20).to_string()));
+                }
             } else {
-                b(rng.range(0, 40).to_string())
-            });
+                args.push(if rng.percent(15) {
+                    b("UNLIMITED")
+                } else {
+                    b(rng.range(0, 40).to_string())
+                });
+            }
             if rng.percent(50) {
                 args.extend([b("LIMIT"), b(rng.range(0, 4).to_string())]);
+            }
+            if variants && rng.percent(30) {
+                args.extend([
+                    b("VARIANTLIMIT"),
+                    b(rng.pick(VARIANTS)),
+                    b(rng.range(0, 3).to_string()),
+                ]);
             }
             if rng.percent(10) {
                 args.extend([b("START"), b((now - 1_000).to_string())]);
@@ -161,7 +182,13 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
-        8..=10 => vec![b("SECKILL.ADD"), key, qty(rng)],
+        8..=10 => {
+            let mut args = vec![b("SECKILL.ADD"), key, qty(rng)];
+            if rng.percent(30) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
+            args
+        }
         // Transfers between parts: TAKE, ADD ... ID, SETTLE, TRANSFERS.
         11 => {
             let mut args = vec![b("SECKILL.TAKE"), key, qty(rng), b("ID"), request(rng)];
@@ -196,6 +223,9 @@ fn seckill_call(rng: &mut Rng) -> Args {
                     b((now + rng.range(1, 3_000)).to_string()),
                 ]),
                 _ => args.extend([b("HOLD"), b("5")]),
+            }
+            if rng.percent(30) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
             }
             if rng.below(4) == 0 {
                 args.push(b("WITHDEADLINE"));
@@ -247,8 +277,20 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
-        79..=83 => vec![b("SECKILL.GET"), key],
-        84..=88 => vec![b("SECKILL.BOUGHT"), key, user(rng)],
+        79..=83 => {
+            let mut args = vec![b("SECKILL.GET"), key];
+            if rng.percent(30) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
+            args
+        }
+        84..=88 => {
+            let mut args = vec![b("SECKILL.BOUGHT"), key, user(rng)];
+            if rng.percent(30) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
+            args
+        }
         89..=93 => {
             let mut args = vec![b("SECKILL.HOLDS"), key];
             if rng.percent(30) {
@@ -291,7 +333,13 @@ fn seckill_call(rng: &mut Rng) -> Args {
             }
             args
         }
-        _ => vec![b("SECKILL.INFO"), key],
+        _ => {
+            let mut args = vec![b("SECKILL.INFO"), key];
+            if rng.percent(30) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
+            args
+        }
     };
     // Damage about one call in eight.
     match rng.below(40) {

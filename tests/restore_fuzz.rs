@@ -550,6 +550,56 @@ fn build_shapes(con: &mut Connection) -> Vec<&'static str> {
     ok::<i64>(con, &["SECKILL.ADD", "{k}moves", "4", "ID", "t3"]);
     ok::<i64>(con, &["SECKILL.DEDUCT", "{k}moves", "a", "1", "ID", "r1"]);
 
+    // An item with variants: purchases, a hold and a refund in each.
+    ok::<i64>(
+        con,
+        &[
+            "SECKILL.INIT",
+            "{k}drop",
+            "VARIANTS",
+            "2",
+            "s",
+            "6",
+            "m",
+            "4",
+            "LIMIT",
+            "2",
+            "STREAM",
+            "{k}drop:o",
+        ],
+    );
+    for (user, id, variant) in [("a", "d1", "s"), ("b", "d2", "m"), ("a", "d3", "m")] {
+        ok::<i64>(
+            con,
+            &[
+                "SECKILL.DEDUCT",
+                "{k}drop",
+                user,
+                "1",
+                "ID",
+                id,
+                "VARIANT",
+                variant,
+            ],
+        );
+    }
+    ok::<i64>(
+        con,
+        &[
+            "SECKILL.DEDUCT",
+            "{k}drop",
+            "c",
+            "1",
+            "ID",
+            "d4",
+            "VARIANT",
+            "s",
+            "HOLD",
+            "600",
+        ],
+    );
+    ok::<i64>(con, &["SECKILL.REFUND", "{k}drop", "d2"]);
+
     // h4 lapses; a write releases it, so the item holds an expired request.
     std::thread::sleep(Duration::from_millis(400));
     ok::<i64>(con, &["SECKILL.ADD", "{k}holds", "1"]);
@@ -562,6 +612,7 @@ fn build_shapes(con: &mut Connection) -> Vec<&'static str> {
         "{k}x",
         "{k}big",
         "{k}moves",
+        "{k}drop",
     ]
 }
 
