@@ -28,13 +28,13 @@ pub(crate) const ERR_ORDER_MISMATCH: &str =
 pub(crate) const ERR_ORDER_REPEATED_KEY: &str = "ERR a key appears on more than one line";
 pub(crate) const ERR_ORDER_LINES: &str = "ERR numlines must be 1 to 64";
 pub(crate) const ERR_ORDER_KEYS: &str = "ERR numkeys must be 1 to 64";
+pub(crate) const ERR_ORDER_VARIANT_LINE: &str =
+    "ERR VARIANT takes a line number from 1 to numlines, each line once, and a variant name";
 pub(crate) const ERR_VARIANT_NEEDED: &str = "ERR the item sells variants: name one with VARIANT";
 pub(crate) const ERR_NO_VARIANTS: &str = "ERR the item has no variants";
 pub(crate) const ERR_NO_SUCH_VARIANT: &str = "ERR no such variant";
 pub(crate) const ERR_BAD_VARIANTS: &str =
     "ERR VARIANTS takes 1 to 64 name stock pairs, names of 1 to 64 bytes each named once";
-pub(crate) const ERR_VARIANTS_UNSUPPORTED: &str =
-    "ERR this command does not take an item with variants";
 pub(crate) const ERR_TRANSFER_MISMATCH: &str =
     "ERR transfer id was already used for another quantity or the other direction";
 pub(crate) const ERR_UNLIMITED_TRANSFER: &str = "ERR an unlimited item moves no units";

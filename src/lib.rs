@@ -532,6 +532,13 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                         ],
                     )
                     .optional(),
+                    Arg::block(
+                        c"variant",
+                        &[Arg::integer(c"line"), Arg::string(c"name")],
+                    )
+                    .token(c"VARIANT")
+                    .optional()
+                    .multiple(),
                     Arg::keyword(c"withdeadline", c"WITHDEADLINE").optional(),
                 ],
             },

@@ -114,29 +114,32 @@ pub enum Part<'a> {
     OfRequest(&'a [u8]),
 }
 
-/// The part of `item` a write goes to, or why none.
-pub fn part_of<'i>(item: &'i mut SaleItem, part: Part) -> Result<&'i mut SaleItem, RedisError> {
+/// Where in `item` a write to `part` goes: None for the item itself, or
+/// the index of a variant; or why nowhere.
+pub fn part_index(item: &SaleItem, part: Part) -> Result<Option<usize>, RedisError> {
     use crate::errors::{ERR_NO_SUCH_VARIANT, ERR_NO_VARIANTS, ERR_VARIANT_NEEDED};
     match part {
-        Part::Whole => Ok(item),
+        Part::Whole => Ok(None),
         Part::Own | Part::Variant(None) if item.has_variants() => {
             Err(RedisError::Str(ERR_VARIANT_NEEDED))
         }
-        Part::Own | Part::Variant(None) => Ok(item),
+        Part::Own | Part::Variant(None) => Ok(None),
         Part::Variant(Some(_)) if !item.has_variants() => Err(RedisError::Str(ERR_NO_VARIANTS)),
-        Part::Variant(Some(name)) => {
-            let index = item
-                .variant_index(name)
-                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?;
-            item.variant_mut(index)
-                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))
-        }
-        Part::OfRequest(request_id) => match item.variant_of_request(request_id) {
-            Some(index) => item
-                .variant_mut(index)
-                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT)),
-            None => Ok(item),
-        },
+        Part::Variant(Some(name)) => item
+            .variant_index(name)
+            .map(Some)
+            .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT)),
+        Part::OfRequest(request_id) => Ok(item.variant_of_request(request_id)),
+    }
+}
+
+/// The part of `item` a write goes to, or why none.
+pub fn part_of<'i>(item: &'i mut SaleItem, part: Part) -> Result<&'i mut SaleItem, RedisError> {
+    match part_index(item, part)? {
+        None => Ok(item),
+        Some(index) => item
+            .variant_mut(index)
+            .ok_or(RedisError::Str(crate::errors::ERR_NO_SUCH_VARIANT)),
     }
 }
 
@@ -203,34 +206,43 @@ pub enum Judgements<'a> {
     Decide(Vec<Option<Decision<'a>>>),
 }
 
-/// Runs one write on the items at `names`, all or nothing: `judge` sees
-/// every item (None where a name holds none) and answers, or decides a
-/// change per item. Every change is prepared (its order events appended)
-/// before any is applied, so an error on one leaves every item as it was;
-/// each item's change is then applied and published as a write to it
-/// alone, and the server hands replicas and the AOF what one command
-/// replicated in one MULTI/EXEC. Replies the figure of each item's change
-/// (None where none was decided), or the judge's answer.
+/// One item of a write to several, as its judge sees it: the item, and
+/// the part of it the write goes to (the item itself, or a variant).
+#[derive(Clone, Copy)]
+pub struct Seen<'i> {
+    pub whole: &'i SaleItem,
+    pub part: &'i SaleItem,
+    /// The part's index among the item's variants, if it is one.
+    pub variant: Option<usize>,
+}
+
+/// Runs one write on the items at `names`, all or nothing, each to its
+/// `parts` entry: `judge` sees every item (None where a name holds none)
+/// and answers, or decides a change per item. Every change is prepared
+/// (its order events appended) before any is applied, so an error on one
+/// leaves every item as it was; each item's change is then applied and
+/// published as a write to it alone, and the server hands replicas and the
+/// AOF what one command replicated in one MULTI/EXEC. Replies the figure
+/// of each item's change (None where none was decided), or the judge's
+/// answer.
 pub fn write_items<'a>(
     ctx: &Context,
     names: &[&Arg],
-    judge: impl FnOnce(&[Option<&SaleItem>]) -> Result<Judgements<'a>, RedisError>,
+    parts: &[Part],
+    judge: impl FnOnce(&[Option<Seen>]) -> Result<Judgements<'a>, RedisError>,
 ) -> Result<Result<Vec<Option<i64>>, RedisValue>, RedisError> {
     let mut keys: Vec<ItemKey> = names
         .iter()
         .map(|name| ItemKey::open_read(ctx, name))
         .collect();
-    let mut items: Vec<Option<&mut SaleItem>> = keys
+    let mut wholes: Vec<Option<&mut SaleItem>> = keys
         .iter_mut()
         .map(ItemKey::item_mut)
         .collect::<Result<_, _>>()?;
-    if items.iter().flatten().any(|item| item.has_variants()) {
-        return Err(RedisError::Str(crate::errors::ERR_VARIANTS_UNSUPPORTED));
-    }
     // One item under two names would be changed through two borrows.
-    for (place, item) in items.iter().enumerate() {
+    for (place, item) in wholes.iter().enumerate() {
         let Some(item) = item else { continue };
-        if items[..place]
+        if wholes[..place]
             .iter()
             .flatten()
             .any(|earlier| std::ptr::eq::<SaleItem>(*earlier, *item))
@@ -238,13 +250,44 @@ pub fn write_items<'a>(
             return Err(RedisError::Str(crate::errors::ERR_ORDER_REPEATED_KEY));
         }
     }
+    let variants: Vec<Option<usize>> = wholes
+        .iter()
+        .zip(parts)
+        .map(|(item, part)| {
+            item.as_deref()
+                .map_or(Ok(None), |item| part_index(item, *part))
+        })
+        .collect::<Result<_, _>>()?;
     let decisions = {
-        let seen: Vec<Option<&SaleItem>> = items.iter().map(|item| item.as_deref()).collect();
+        let seen: Vec<Option<Seen>> = wholes
+            .iter()
+            .zip(&variants)
+            .map(|(item, variant)| {
+                let whole = item.as_deref()?;
+                let part = variant.and_then(|index| whole.variant(index));
+                Some(Seen {
+                    whole,
+                    part: part.unwrap_or(whole),
+                    variant: *variant,
+                })
+            })
+            .collect();
         match judge(&seen)? {
             Judgements::Answer(answer) => return Ok(Err(answer)),
             Judgements::Decide(decisions) => decisions,
         }
     };
+    let mut items: Vec<Option<&mut SaleItem>> = wholes
+        .iter_mut()
+        .zip(&variants)
+        .map(|(item, variant)| {
+            let whole = item.as_deref_mut()?;
+            match variant {
+                Some(index) => whole.variant_mut(*index),
+                None => Some(whole),
+            }
+        })
+        .collect();
     // Every line's stream is checked before any is written: a refusal
     // after another line's entries were in would leave the stream changed
     // on this server alone.
@@ -329,6 +372,10 @@ pub fn write_items<'a>(
             },
         )
         .collect();
+    drop(items);
+    for whole in wholes.iter_mut().flatten() {
+        vouch_whole(whole);
+    }
     Ok(Ok(figures))
 }
 

@@ -311,6 +311,13 @@ fn seckill_call(rng: &mut Rng) -> Args {
                 1 => args.extend([b("HOLDUNTIL"), b((now + rng.range(1, 3_000)).to_string())]),
                 _ => {}
             }
+            // Lines of items with variants name theirs; now and then a
+            // line that has none, or a line number out of range.
+            for line in 1..=lines + 1 {
+                if rng.percent(40) {
+                    args.extend([b("VARIANT"), b(line.to_string()), b(rng.pick(VARIANTS))]);
+                }
+            }
             if rng.percent(25) {
                 args.push(b("WITHDEADLINE"));
             }

@@ -397,7 +397,18 @@ fn refusals_name_their_cause_and_change_nothing() {
                 "ann",
                 "o1",
             ],
-            "ERR this command does not take an item with variants",
+            "ERR the item sells variants: name one with VARIANT",
+        ),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "1", "s", "VARIANT", "2", "s"], "ERR the item has no variants"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "1", "xl"], "ERR no such variant"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "0", "s"], "ERR VARIANT takes a line number from 1 to numlines, each line once, and a variant name"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "3", "s"], "ERR VARIANT takes a line number from 1 to numlines, each line once, and a variant name"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "1", "s", "VARIANT", "1", "m"], "ERR VARIANT takes a line number from 1 to numlines, each line once, and a variant name"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "one", "s"], "ERR VARIANT takes a line number from 1 to numlines, each line once, and a variant name"),
+        (vec!["SECKILL.MDEDUCT", "2", "{d}", "1", "{d}:plain", "1", "ann", "o1", "VARIANT", "1"], "ERR syntax error"),
+        (
+            vec!["SECKILL.MCONFIRM", "2", "{d}", "{d}:plain", "o1", "EXTRA"],
+            "ERR syntax error",
         ),
         (
             vec!["SECKILL.INIT", "{d}:x", "VARIANTS", "2", "s", "1", "s", "2"],
@@ -540,4 +551,184 @@ fn variant_field(con: &mut Connection, key: &str, variant: &str, field: &str) ->
         .find(|pair| pair[0] == Value::BulkString(field.as_bytes().to_vec()))
         .and_then(|pair| redis::from_redis_value(pair[1].clone()).ok())
         .unwrap_or_else(|| panic!("no {field} in INFO {key} VARIANT {variant}"))
+}
+
+/// The reply of an MDEDUCT, MCONFIRM or MREFUND: one figure per line.
+fn lines(con: &mut Connection, args: &[&str]) -> Vec<Option<i64>> {
+    ok(con, args)
+}
+
+/// An order of a size and a plain item in one step: each variant line is
+/// judged under the limit across the drop's variants, a refused line takes
+/// nothing, the whole order is confirmed or refunded in the variant it
+/// bought, holds lapse per variant, and the replica, the AOF and the order
+/// stream agree with the master.
+#[test]
+fn an_order_buys_variants_under_the_limit_across_them_all_or_nothing() {
+    let master = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    for args in [
+        vec![
+            "SECKILL.INIT",
+            "{c}drop",
+            "VARIANTS",
+            "2",
+            "s",
+            "3",
+            "m",
+            "1",
+            "LIMIT",
+            "1",
+            "STREAM",
+            "{c}orders",
+        ],
+        vec!["SECKILL.INIT", "{c}case", "5", "STREAM", "{c}orders"],
+    ] {
+        ok::<i64>(&mut con, &args);
+    }
+    let order = |user: &str, request: &str, size: &str, rest: &[&str]| -> Vec<String> {
+        let mut args = [
+            "SECKILL.MDEDUCT",
+            "2",
+            "{c}drop",
+            "1",
+            "{c}case",
+            "1",
+            user,
+            request,
+            "VARIANT",
+            "1",
+            size,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(rest.iter().map(|arg| arg.to_string()));
+        args
+    };
+    let send = |con: &mut Connection, args: Vec<String>| -> Vec<Option<i64>> {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        lines(con, &args)
+    };
+    // ann buys the only medium and a case.
+    assert_eq!(
+        send(&mut con, order("ann", "o1", "m", &[])),
+        [Some(0), Some(4)]
+    );
+    // Her retry replays; a small under her limit of one pair takes nothing.
+    assert_eq!(
+        send(&mut con, order("ann", "o1", "m", &[])),
+        [Some(0), Some(4)]
+    );
+    assert_eq!(
+        send(&mut con, order("ann", "o2", "s", &[])),
+        [Some(-2), None]
+    );
+    assert_eq!(info_field(&mut con, "{c}case", "sold"), 1);
+    // The request id names a medium: naming a small with it is refused.
+    let mismatch = {
+        let args = order("ann", "o1", "s", &[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        error(&mut con, &args)
+    };
+    assert!(
+        mismatch.starts_with("ERR request id was already used"),
+        "{mismatch}"
+    );
+    // bob's held order is confirmed whole, in the variant it took.
+    assert_eq!(
+        send(&mut con, order("bob", "o3", "s", &["HOLD", "600"])),
+        [Some(2), Some(3)]
+    );
+    let status: Vec<Value> = ok(&mut con, &["SECKILL.STATUS", "{c}drop", "o3"]);
+    let status: Vec<String> = status
+        .into_iter()
+        .map(|value| redis::from_redis_value(value).unwrap_or_default())
+        .collect();
+    assert_eq!((status[1].as_str(), status[9].as_str()), ("held", "s"));
+    assert_eq!(
+        lines(
+            &mut con,
+            &["SECKILL.MCONFIRM", "2", "{c}drop", "{c}case", "o3"]
+        ),
+        [Some(1), Some(1)]
+    );
+    assert_eq!(
+        lines(
+            &mut con,
+            &["SECKILL.MCONFIRM", "2", "{c}drop", "{c}case", "o3"]
+        ),
+        [Some(0), Some(0)]
+    );
+    // cat's order is refunded whole: her small goes back to its variant.
+    assert_eq!(
+        send(&mut con, order("cat", "o4", "s", &["HOLD", "600"])),
+        [Some(1), Some(2)]
+    );
+    assert_eq!(
+        lines(
+            &mut con,
+            &["SECKILL.MREFUND", "2", "{c}drop", "{c}case", "o4", "DETAIL"]
+        ),
+        [Some(1), Some(1)]
+    );
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.GET", "{c}drop", "VARIANT", "s"]),
+        2
+    );
+    // dan's hold lapses: the pair is his to buy again, in another size.
+    let now = common::server_now_ms(&mut con);
+    let soon = (now + 200).to_string();
+    assert_eq!(
+        send(&mut con, order("dan", "o5", "s", &["HOLDUNTIL", &soon])),
+        [Some(1), Some(2)]
+    );
+    assert_eq!(
+        send(&mut con, order("dan", "o6", "s", &[])),
+        [Some(-2), None]
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        send(&mut con, order("dan", "o6", "s", &[])),
+        [Some(1), Some(2)]
+    );
+    // The stream names the variant of each drop line once.
+    let events = entries(&mut con, "{c}orders");
+    let bought: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|event| event.get("item").map(String::as_str) == Some("{c}drop"))
+        .filter(|event| matches!(event["event"].as_str(), "purchase" | "hold"))
+        .map(|event| {
+            (
+                event["request"].as_str(),
+                event.get("variant").map_or("", String::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bought,
+        [
+            ("o1", "m"),
+            ("o3", "s"),
+            ("o4", "s"),
+            ("o5", "s"),
+            ("o6", "s")
+        ]
+    );
+    let on_master = (snapshot(&mut con, "{c}drop"), snapshot(&mut con, "{c}case"));
+    wait_for_replica(&mut con);
+    let mut on_replica = replica.client();
+    assert_eq!(
+        (
+            snapshot(&mut on_replica, "{c}drop"),
+            snapshot(&mut on_replica, "{c}case")
+        ),
+        on_master
+    );
+    rewrite_aof(&mut con);
+    ok::<String>(&mut con, &["DEBUG", "LOADAOF"]);
+    assert_eq!(
+        (snapshot(&mut con, "{c}drop"), snapshot(&mut con, "{c}case")),
+        on_master
+    );
 }

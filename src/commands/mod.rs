@@ -134,11 +134,6 @@ fn stats_now(item: &SaleItem) -> crate::sale_item::ItemStats {
 /// The place of the variant `name` names in `item`, or why none: an item
 /// with variants needs one named, and one without has none.
 fn variant_place(item: &SaleItem, name: Option<&[u8]>) -> Result<usize, RedisError> {
-    match name {
-        None => Err(RedisError::Str(ERR_VARIANT_NEEDED)),
-        Some(_) if !item.has_variants() => Err(RedisError::Str(ERR_NO_VARIANTS)),
-        Some(name) => item
-            .variant_index(name)
-            .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT)),
-    }
+    crate::write::part_index(item, crate::write::Part::Variant(name))?
+        .ok_or(RedisError::Str(ERR_VARIANT_NEEDED))
 }

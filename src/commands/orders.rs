@@ -11,10 +11,10 @@
 use super::sales::{deduction_reply, detail_flag, why_not};
 use super::*;
 use crate::rewrite::{self, Rewrite};
-use crate::sale_item::{Confirmation, Deduction, Order, Verdict};
+use crate::sale_item::{Confirmation, Deduction, Order, Quota, Verdict};
 use crate::server::notify::{replicate, replicate_verbatim};
 use crate::stats;
-use crate::write::{fence_repeat, write_items, Judgements, NO_SUCH_ITEM};
+use crate::write::{fence_repeat, write_items, Judgements, Part, Seen, NO_SUCH_ITEM};
 use redis_module::{RedisResult, RedisValue};
 use std::cell::Cell;
 
@@ -95,7 +95,7 @@ fn integers(figures: impl Iterator<Item = i64>) -> RedisValue {
 }
 
 /// SECKILL.MDEDUCT numlines key qty [key qty ...] user request_id
-/// [HOLD seconds | HOLDUNTIL unix-ms] [WITHDEADLINE]
+/// [HOLD seconds | HOLDUNTIL unix-ms] [VARIANT line name ...] [WITHDEADLINE]
 pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, count, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
@@ -117,6 +117,8 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let mut hold_until = None;
     let mut relative_hold = false;
     let mut with_deadline = false;
+    // The variant each line buys, for lines of items with variants.
+    let mut variants: Vec<Option<&Arg>> = vec![None; names.len()];
     let mut options = options.iter();
     while let Some(option) = options.next() {
         if option.is_keyword("WITHDEADLINE") && !with_deadline {
@@ -125,7 +127,17 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
         let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
         let bad_hold = || RedisError::Str(ERR_BAD_ORDER_HOLD);
-        if option.is_keyword("HOLD") && hold_until.is_none() {
+        if option.is_keyword("VARIANT") {
+            let variant = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+            let line = integer(value)
+                .ok()
+                .and_then(|line| usize::try_from(line).ok())
+                .and_then(|line| line.checked_sub(1))
+                .and_then(|place| variants.get_mut(place))
+                .filter(|line| line.is_none())
+                .ok_or(RedisError::Str(ERR_ORDER_VARIANT_LINE))?;
+            *line = Some(variant);
+        } else if option.is_keyword("HOLD") && hold_until.is_none() {
             relative_hold = true;
             hold_until = Some(
                 integer(value)?
@@ -148,41 +160,54 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
     }
     distinct(&names)?;
+    let parts: Vec<Part> = variants
+        .iter()
+        .map(|variant| Part::Variant(variant.map(Arg::as_bytes)))
+        .collect();
     // The deadline of the order's hold, made or replayed, for WITHDEADLINE.
     let deadline = Cell::new(None);
     // True when replicas and the AOF judge the order as sent alike (see
     // below); else it goes with its deadline and moment made absolute.
     let as_sent = Cell::new(true);
-    let judge = |items: &[Option<&SaleItem>]| {
+    let judge = |items: &[Option<Seen>]| {
         // A replica judges what its master sends without a clock: the
         // order goes as it came when no relative deadline was read here
         // and no item has a hold lapsing at this moment (which the reply
-        // depends on). Else it goes with HOLDUNTIL and AT, as DEDUCT does.
+        // depends on: in any variant, for a limit across them). Else it
+        // goes with HOLDUNTIL and AT, as DEDUCT does.
         let sent_at = match moment.now() {
             Some(now) => {
-                let lapsing = items
-                    .iter()
-                    .flatten()
-                    .any(|item| item.next_deadline().is_some_and(|deadline| deadline <= now));
+                let lapsing = items.iter().flatten().any(|seen| {
+                    seen.whole
+                        .earliest_deadline()
+                        .is_some_and(|deadline| deadline <= now)
+                });
                 (relative_hold || lapsing).then_some(now)
             }
             None => moment.lapses_at(),
         };
         as_sent.set(sent_at.is_none() || moment.now().is_none());
         let mut judged = Vec::with_capacity(items.len());
-        for (item, qty) in items.iter().zip(&quantities) {
-            let Some(item) = item else {
+        for (seen, qty) in items.iter().zip(&quantities) {
+            let Some(seen) = seen else {
                 judged.push(Line::Refused(NO_SUCH_ITEM));
                 continue;
             };
+            let item = seen.part;
             check_configured_id_length(ctx, item, user, Some(request_id))?;
+            // A variant's buyer is judged against the item's limit across
+            // its variants too, as DEDUCT ... VARIANT is.
+            let quota = match seen.variant {
+                Some(index) => seen.whole.quota(index, user, Some(request_id), moment)?,
+                None => Quota::default(),
+            };
             let order = Order {
                 user,
                 qty: *qty,
                 request_id: Some(request_id),
                 hold_until,
             };
-            judged.push(match item.judge_deduct(order, moment)? {
+            judged.push(match item.judge_deduct_within(order, moment, quota)? {
                 Verdict::Change(mut change) => {
                     if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
                         purchase.replicated_moment = Some(at);
@@ -241,7 +266,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             judged.iter().map(Line::answered).collect(),
         )))
     };
-    let reply = match write_items(ctx, &names, judge)? {
+    let reply = match write_items(ctx, &names, &parts, judge)? {
         Ok(figures) => {
             // Every line applied and published: the order goes to replicas
             // and the AOF as one command, after the releases of lapsed
@@ -257,6 +282,11 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 rewrite.string(user_arg).string(request_arg);
                 if let Some(unix_ms) = hold_until {
                     rewrite.option(&rewrite::HOLDUNTIL, unix_ms);
+                }
+                for (line, variant) in (1..).zip(&variants) {
+                    if let Some(variant) = variant {
+                        rewrite.option(&rewrite::VARIANT, line).string(variant);
+                    }
                 }
                 rewrite.option(&rewrite::AT, now);
                 replicate(ctx, rewrite.command(), rewrite.args());
@@ -302,6 +332,12 @@ impl<'a, 'b> WholeOrder<'a, 'b> {
         })
     }
 
+    /// The part of each item the order is on: the variant that recorded
+    /// its request id, for an item with variants.
+    fn parts(&self) -> Vec<Part<'_>> {
+        vec![Part::OfRequest(self.request_id); self.names.len()]
+    }
+
     /// What replicas and the AOF receive for each line: `command key
     /// request_id`.
     fn rewrites(&self, command: &'static CStr) -> Vec<Rewrite<'_>> {
@@ -322,12 +358,12 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
     let order = WholeOrder::parse(args)?;
     let (_, moment) = order_moment(ctx);
     let rewrites = order.rewrites(c"SECKILL.CONFIRM");
-    let judge = |items: &[Option<&SaleItem>]| {
+    let judge = |items: &[Option<Seen>]| {
         let judged: Vec<Line> = items
             .iter()
             .zip(&rewrites)
-            .map(|(item, rewrite)| {
-                let Some(item) = item else {
+            .map(|(seen, rewrite)| {
+                let Some(Seen { part: item, .. }) = seen else {
                     return Line::Refused(NO_SUCH_ITEM);
                 };
                 match item.judge_confirm(order.request_id, moment) {
@@ -364,11 +400,13 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                 .collect(),
         ))
     };
-    Ok(match write_items(ctx, &order.names, judge)? {
-        // 1 confirmed now, 0 final already.
-        Ok(figures) => integers(figures.iter().map(|figure| i64::from(figure.is_some()))),
-        Err(answer) => answer,
-    })
+    Ok(
+        match write_items(ctx, &order.names, &order.parts(), judge)? {
+            // 1 confirmed now, 0 final already.
+            Ok(figures) => integers(figures.iter().map(|figure| i64::from(figure.is_some()))),
+            Err(answer) => answer,
+        },
+    )
 }
 
 /// SECKILL.MREFUND numkeys key [key ...] request_id [DETAIL]: gives back
@@ -379,10 +417,10 @@ pub fn mrefund(ctx: &Context, args: &[Arg]) -> RedisResult {
     let rewrites = order.rewrites(c"SECKILL.REFUND");
     // The code of each line that gives nothing back.
     let mut codes = vec![0; order.names.len()];
-    let judge = |items: &[Option<&SaleItem>]| {
+    let judge = |items: &[Option<Seen>]| {
         let mut decisions = Vec::with_capacity(items.len());
-        for ((item, rewrite), code) in items.iter().zip(&rewrites).zip(codes.iter_mut()) {
-            let Some(item) = item else {
+        for ((seen, rewrite), code) in items.iter().zip(&rewrites).zip(codes.iter_mut()) {
+            let Some(Seen { part: item, .. }) = seen else {
                 *code = NO_SUCH_ITEM;
                 decisions.push(None);
                 continue;
@@ -408,7 +446,7 @@ pub fn mrefund(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
         Ok(Judgements::Decide(decisions))
     };
-    let figures = match write_items(ctx, &order.names, judge)? {
+    let figures = match write_items(ctx, &order.names, &order.parts(), judge)? {
         Ok(figures) => figures,
         Err(answer) => return Ok(answer),
     };

@@ -191,8 +191,8 @@ impl SaleItem {
             && self.window().is_always_open()
     }
 
-    /// Judges a DEDUCT at `moment`.
-    #[inline]
+    /// Judges a DEDUCT at `moment` of an item without variants.
+    #[cfg(test)]
     pub fn judge_deduct<'a>(
         &self,
         order: Order<'a>,

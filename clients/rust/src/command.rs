@@ -288,7 +288,8 @@ impl Deduct {
 }
 
 /// `SECKILL.MDEDUCT numlines key qty [key qty ...] user request_id [HOLD
-/// seconds | HOLDUNTIL unix-time-milliseconds] [WITHDEADLINE]` →
+/// seconds | HOLDUNTIL unix-time-milliseconds] [VARIANT line name ...]
+/// [WITHDEADLINE]` →
 /// `OrderResult`: an order of several items, every line taken or none, in
 /// one step. `WITHDEADLINE` goes with a hold, as with `Deduct`.
 ///
@@ -302,6 +303,8 @@ pub struct Order {
     user: Vec<u8>,
     request_id: Vec<u8>,
     lines: Vec<(Vec<u8>, i64)>,
+    /// The variant each line buys, for items with variants.
+    variants: Vec<Option<Vec<u8>>>,
     hold: Option<HoldFor>,
 }
 
@@ -314,6 +317,7 @@ impl Order {
             user: user.into(),
             request_id: request_id.into(),
             lines: Vec::new(),
+            variants: Vec::new(),
             hold: None,
         }
     }
@@ -322,6 +326,21 @@ impl Order {
     /// the order the lines were added.
     pub fn line(mut self, key: impl Into<Vec<u8>>, qty: i64) -> Order {
         self.lines.push((key.into(), qty));
+        self.variants.push(None);
+        self
+    }
+
+    /// `qty` units of the variant `variant` of the item `key`, an item
+    /// made with `Init::with_variants`: judged under the item's limit
+    /// across its variants. An order buys one variant of an item.
+    pub fn variant_line(
+        mut self,
+        key: impl Into<Vec<u8>>,
+        variant: impl Into<Vec<u8>>,
+        qty: i64,
+    ) -> Order {
+        self.lines.push((key.into(), qty));
+        self.variants.push(Some(variant.into()));
         self
     }
 
@@ -366,6 +385,11 @@ impl Order {
             }
             Some(HoldFor::UntilUnixMs(ms)) => {
                 cmd.arg("HOLDUNTIL").arg(ms);
+            }
+        }
+        for (line, variant) in (1..).zip(&self.variants) {
+            if let Some(variant) = variant {
+                cmd.arg("VARIANT").arg(line).arg(variant);
             }
         }
         // As with `Deduct`: the deadline is told only for a hold.

@@ -596,3 +596,40 @@ fn cluster_variant_calls_reach_the_owner_without_a_redirection() {
     }
     assert_eq!(moved_count(&cluster), before, "MOVED replies");
 }
+
+/// An order of a size and a plain item: the variant line is judged under
+/// the limit across sizes, a refused order takes nothing, and the whole
+/// order is confirmed in the size it took.
+#[test]
+fn an_order_buys_a_size_and_a_plain_item_all_or_nothing() {
+    let server = Server::start();
+    let mut con = connect(&server, false);
+    assert!(con.seckill_init(&drop_of_sizes("{c}drop")).unwrap());
+    assert!(con.seckill_init(&Init::new("{c}laces", 10)).unwrap());
+    let order = |request: &str, size: &str| {
+        seckill_client::Order::new("ana", request)
+            .variant_line("{c}drop", size, 1)
+            .line("{c}laces", 2)
+            .hold_until(FAR_FUTURE_MS)
+    };
+    let placed = con.seckill_order(&order("o1", "43")).unwrap();
+    assert!(placed.taken);
+    let stocks: Vec<Option<i64>> = placed.lines.iter().map(|line| line.stock).collect();
+    assert_eq!(stocks, [Some(0), Some(8)]);
+    assert_eq!(placed.deadline, Some(FAR_FUTURE_MS));
+    // A second pair, in another size, is over her limit: nothing is taken.
+    let refused = con.seckill_order(&order("o2", "44")).unwrap();
+    assert!(!refused.taken);
+    let outcomes: Vec<Option<Outcome>> = refused.lines.iter().map(|line| line.outcome).collect();
+    assert_eq!(outcomes, [Some(Outcome::LimitReached), None]);
+    assert_eq!(con.seckill_get("{c}laces").unwrap(), Some(8));
+    let paid = con
+        .seckill_confirm_order(&["{c}drop", "{c}laces"], "o1")
+        .unwrap();
+    assert!(paid.confirmed);
+    let state = con.seckill_status("{c}drop", "o1").unwrap();
+    assert_eq!(
+        state.map(|state| state.variant),
+        Some(Some("43".to_owned()))
+    );
+}
