@@ -732,3 +732,52 @@ fn an_order_buys_variants_under_the_limit_across_them_all_or_nothing() {
         on_master
     );
 }
+
+/// RELEASE naming holds in several variants releases each in its own,
+/// and the replica releases the same ones.
+#[test]
+fn release_lets_holds_of_several_variants_go_alike_on_the_replica() {
+    let master = Server::start();
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{r}", "VARIANTS", "2", "a", "5", "b", "5"],
+    );
+    for (user, id, variant) in [("ann", "h1", "a"), ("bob", "h2", "b"), ("cat", "h3", "a")] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "{r}",
+                user,
+                "1",
+                "ID",
+                id,
+                "HOLD",
+                "600",
+                "VARIANT",
+                variant,
+            ],
+        );
+    }
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.RELEASE", "{r}", "h2", "nope", "h1"]),
+        2
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.RELEASE", "{r}", "h2"]), 0);
+    for (variant, stock) in [("a", 4), ("b", 5)] {
+        assert_eq!(
+            ok::<i64>(&mut con, &["SECKILL.GET", "{r}", "VARIANT", variant]),
+            stock
+        );
+    }
+    let status: Vec<Value> = ok(&mut con, &["SECKILL.STATUS", "{r}", "h3"]);
+    assert_eq!(
+        redis::from_redis_value::<String>(status[1].clone()).unwrap(),
+        "held"
+    );
+    let on_master = snapshot(&mut con, "{r}");
+    wait_for_replica(&mut con);
+    assert_eq!(snapshot(&mut replica.client(), "{r}"), on_master);
+}

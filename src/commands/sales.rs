@@ -363,8 +363,54 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         .iter()
         .map(|request_id| id(request_id, ERR_BAD_REQUEST))
         .collect::<Result<Vec<_>, _>>()?;
-    // On an item with variants, the holds of the first id's variant: the
-    // sweep releases one variant's at a time.
+    // An item with variants keeps each hold in the variant that took it:
+    // the ids go to their variants, a write to each (as the sweep releases
+    // one variant's holds at a time). Ids no variant knows release nothing.
+    let groups: Vec<Vec<usize>> = {
+        let key = ItemKey::open_read(ctx, name);
+        match key.item()? {
+            Some(item) if item.has_variants() => {
+                let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+                for (place, request_id) in request_ids.iter().enumerate() {
+                    let Some(variant) = item.variant_of_request(request_id) else {
+                        continue;
+                    };
+                    match groups.iter_mut().find(|(other, _)| *other == variant) {
+                        Some((_, places)) => places.push(place),
+                        None => groups.push((variant, vec![place])),
+                    }
+                }
+                groups.into_iter().map(|(_, places)| places).collect()
+            }
+            _ => vec![(0..request_ids.len()).collect()],
+        }
+    };
+    let whole_call = groups.len() == 1 && groups[0].len() == request_ids.len();
+    let mut released = 0;
+    for places in groups {
+        let ids: Vec<(&[u8], &Arg)> = places
+            .iter()
+            .map(|place| (request_ids[*place], &id_args[*place]))
+            .collect();
+        match release_in_part(ctx, name, &ids, whole_call)? {
+            RedisValue::Integer(count) if count >= 0 => released += count,
+            reply => return Ok(reply),
+        }
+    }
+    Ok(RedisValue::Integer(released))
+}
+
+/// Releases the pending holds of `ids` (each a request id and its
+/// argument), all of one part of the item at `name`. `whole_call` when
+/// they are every id of the call, which then replicates as sent if every
+/// one was released.
+fn release_in_part(
+    ctx: &Context,
+    name: &Arg,
+    ids: &[(&[u8], &Arg)],
+    whole_call: bool,
+) -> RedisResult {
+    let request_ids: Vec<&[u8]> = ids.iter().map(|(request_id, _)| *request_id).collect();
     let first = request_ids.first().copied().unwrap_or_default();
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
@@ -386,14 +432,14 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
             // already, and a replica sent every id would release it now,
             // ahead of this server's sweep.
             if let Change::Release(holds) = &decision.change {
-                if holds.len() != id_args.len() {
+                if !whole_call || holds.len() != ids.len() {
                     let released: Vec<&[u8]> = holds
                         .iter()
                         .map(|hold| item.hold_request_id(*hold))
                         .collect();
                     let rewrite = rewrite_slot.insert(Rewrite::of(c"SECKILL.RELEASE"));
                     rewrite.string(name);
-                    for (request_id, arg) in request_ids.iter().zip(id_args) {
+                    for (request_id, arg) in ids {
                         if released.contains(request_id) {
                             rewrite.string(arg);
                         }
