@@ -101,6 +101,15 @@ const fn order_stream_key(at: KeyAt) -> KeySpec {
     }
 }
 
+/// Where SECKILL.INIT's keys are, for a server that asks: the item, and
+/// the order stream where INIT reads it.
+fn init_keys(ctx: &Context, args: &[server::Arg]) {
+    server::entry::declare_key(ctx, args, 1, CREATES);
+    if let Some(position) = commands::init_stream_position(args) {
+        server::entry::declare_key(ctx, args, position, ORDER_STREAM_FLAGS);
+    }
+}
+
 /// Where SECKILL.STREAM's keys are, for a server that asks: the item, and
 /// the stream when one is given, flagged as their key specs are.
 fn stream_keys(ctx: &Context, args: &[server::Arg]) {
@@ -159,13 +168,23 @@ const VARIANT: Arg = Arg::string(c"variant").token(c"VARIANT").optional();
 const COMMANDS: [Command; stats::COMMANDS] = [
         Command {
             name: c"seckill.init",
-            entry_point: entry_point!(commands::init, Init),
-            flags: c"write deny-oom fast",
+            entry_point: entry_point!(commands::init, Init, keys: init_keys),
+            flags: c"write deny-oom fast getkeys-api",
             docs: Docs {
                 summary: c"Creates a sale item with its stock, per-user limit, sale window and order stream",
                 complexity: c"O(1)",
                 arity: -3,
-                keys: &[item_key(CREATES), order_stream_key(KeyAt::AfterKeyword(c"STREAM", 3))],
+                // VARIABLE_FLAGS makes the server ask INIT for its keys
+                // (`init_keys`), for ACL checks and cluster routing: the
+                // keyword search of the stream's spec would take a variant
+                // named STREAM for the option.
+                keys: &[
+                    item_key(CREATES),
+                    KeySpec {
+                        flags: ORDER_STREAM_FLAGS | raw::REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
+                        ..order_stream_key(KeyAt::AfterKeyword(c"STREAM", 3))
+                    },
+                ],
                 args: &[
                     KEY,
                     Arg::one_of(

@@ -182,6 +182,80 @@ fn init_needs_the_right_to_write_the_stream_key_with_this_command() {
     }
 }
 
+/// A variant or a VARIANTLIMIT named STREAM is not the option: the stream
+/// INIT reads is the key the server checks, not the argument after the
+/// first word STREAM.
+#[test]
+fn init_declares_the_stream_it_reads_past_a_variant_named_stream() {
+    let server = Server::start();
+    let mut admin = server.client();
+    add_user(&mut admin, "maker", &["~sku:*", "~5", "+seckill.init"]);
+    let mut con = as_user(&server, "maker");
+    for args in [
+        &[
+            "SECKILL.INIT",
+            "sku:{1}",
+            "VARIANTS",
+            "2",
+            "STREAM",
+            "5",
+            "m",
+            "5",
+            "STREAM",
+            "x{1}",
+        ][..],
+        &[
+            "SECKILL.INIT",
+            "sku:{1}",
+            "VARIANTS",
+            "1",
+            "a",
+            "5",
+            "VARIANTLIMIT",
+            "a",
+            "5",
+            "LIMIT",
+            "5",
+            "STREAM",
+            "x{1}",
+        ],
+    ] {
+        assert_eq!(refusal(&mut con, args), "NOPERM", "{args:?}");
+        assert_eq!(ok::<i64>(&mut admin, &["EXISTS", "sku:{1}"]), 0);
+    }
+    let keys: Vec<String> = ok(
+        &mut admin,
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "SECKILL.INIT",
+            "sku:{1}",
+            "VARIANTS",
+            "1",
+            "STREAM",
+            "5",
+            "VARIANTLIMIT",
+            "STREAM",
+            "1",
+            "STREAM",
+            "sku:{1}:o",
+        ],
+    );
+    assert_eq!(keys, ["sku:{1}", "sku:{1}:o"]);
+    // A variant named STREAM is a variant, with no stream.
+    let args = [
+        "SECKILL.INIT",
+        "sku:{1}",
+        "VARIANTS",
+        "2",
+        "STREAM",
+        "5",
+        "m",
+        "5",
+    ];
+    assert_eq!(ok::<i64>(&mut con, &args), 1);
+}
+
 /// Clearing the stream names only the item: the server still finds that
 /// key (for ACL and cluster routing) by asking the module.
 #[test]

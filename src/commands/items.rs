@@ -23,7 +23,7 @@ enum Expiry {
     At(i64),
 }
 
-struct InitOptions {
+struct InitOptions<'a> {
     limit: i64,
     expiry: Option<Expiry>,
     window: Window,
@@ -31,10 +31,12 @@ struct InitOptions {
     replace: bool,
     /// VARIANTLIMIT name n: a variant's own per-user cap.
     variant_limits: Vec<(Vec<u8>, i64)>,
+    /// The argument that names the order stream.
+    stream_arg: Option<&'a Arg<'a>>,
 }
 
-impl InitOptions {
-    fn parse(args: &[Arg]) -> Result<Self, RedisError> {
+impl<'a> InitOptions<'a> {
+    fn parse(args: &'a [Arg<'a>]) -> Result<Self, RedisError> {
         let mut options = InitOptions {
             limit: 0,
             expiry: None,
@@ -42,6 +44,7 @@ impl InitOptions {
             stream_setting: None,
             replace: false,
             variant_limits: Vec::new(),
+            stream_arg: None,
         };
         let mut limit_seen = false;
         let (mut start, mut end) = (None, None);
@@ -112,6 +115,7 @@ impl InitOptions {
             });
         }
         options.window = Window::new(start.unwrap_or(0), end.unwrap_or(0))?;
+        options.stream_arg = stream;
         options.stream_setting = match (stream, maxlen) {
             (Some(stream), maxlen) => Some(parse_stream_setting(stream, maxlen)?),
             (None, Some(_)) => return Err(RedisError::Str(ERR_SYNTAX)),
@@ -211,12 +215,19 @@ fn parse_variants<'a>(args: &'a [Arg<'a>]) -> Result<ParsedVariants<'a>, RedisEr
     })
 }
 
-/// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
-/// SECKILL.INIT key VARIANTS count name stock [name stock ...] [VARIANTLIMIT name n ...] [...]
-pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, stock_arg, after_stock @ ..] = args else {
-        return Err(RedisError::WrongArity);
-    };
+/// The stock INIT sells, or the variants it declares, with the
+/// arguments that declared them and the options after.
+type Sold<'a> = (
+    Result<Stock, Vec<VariantSpec<'a>>>,
+    &'a [Arg<'a>],
+    &'a [Arg<'a>],
+);
+
+/// INIT's arguments after the key: its stock or variants, then options.
+fn parse_init<'a>(
+    stock_arg: &'a Arg<'a>,
+    after_stock: &'a [Arg<'a>],
+) -> Result<(Sold<'a>, InitOptions<'a>), RedisError> {
     let (sold, variant_args, options_args) = if stock_arg.is_keyword("VARIANTS") {
         let parsed = parse_variants(after_stock)?;
         (Err(parsed.specs), parsed.args, parsed.rest)
@@ -224,6 +235,29 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
         (Ok(parse_stock(stock_arg)?), &[][..], after_stock)
     };
     let options = InitOptions::parse(options_args)?;
+    Ok(((sold, variant_args, options_args), options))
+}
+
+/// Where INIT names its order stream (`STREAM stream_key`), as INIT itself
+/// reads it, for the server that asks for its keys (ACL, cluster routing):
+/// a keyword search would take a variant or a VARIANTLIMIT named STREAM
+/// for the option, and miss the stream. None when INIT would refuse.
+pub fn init_stream_position(args: &[Arg]) -> Option<usize> {
+    let [_, _, stock_arg, after_stock @ ..] = args else {
+        return None;
+    };
+    let (_, options) = parse_init(stock_arg, after_stock).ok()?;
+    let stream_arg = options.stream_arg?;
+    args.iter().position(|arg| std::ptr::eq(arg, stream_arg))
+}
+
+/// SECKILL.INIT key stock [LIMIT n] [START ms] [END ms] [EX s | PX ms | EXAT s | PXAT ms] [REPLACE]
+/// SECKILL.INIT key VARIANTS count name stock [name stock ...] [VARIANTLIMIT name n ...] [...]
+pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name, stock_arg, after_stock @ ..] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let ((sold, variant_args, options_args), options) = parse_init(stock_arg, after_stock)?;
     let new_item = match sold {
         Ok(_) if !options.variant_limits.is_empty() => {
             return Err(RedisError::Str(ERR_SYNTAX));

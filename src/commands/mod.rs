@@ -13,7 +13,7 @@ mod transfers;
 
 use crate::errors::*;
 pub use import::import;
-pub use items::{add, init, stream, window};
+pub use items::{add, init, init_stream_position, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
 pub use orders::{mconfirm, mdeduct, mrefund, MAX_ORDER_LINES};
 pub use reads::{bought, get, holds, info, scan, status};
