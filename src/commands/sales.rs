@@ -9,8 +9,8 @@ use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    fence_repeat, master_decided, moment_of, part_of, vouch_whole, write_opened, write_part,
-    Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
+    fence_repeat, master_decided, moment_of, vouch_whole, write_opened, write_part, Decision,
+    Effect, Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
@@ -255,7 +255,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 earliest_deadline: item.earliest_deadline(),
                 quota: item.quota(index, user, options.request_id, moment)?,
             }));
-            let part = part_of(item, Part::Variant(variant))?;
+            let part = item
+                .variant_mut(index)
+                .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?;
             let reply = write_opened(ctx, name, part, judge, |_, remaining, _| {
                 RedisValue::Integer(remaining)
             });

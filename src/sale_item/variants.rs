@@ -182,15 +182,23 @@ impl SaleItem {
         moment: Moment,
     ) -> Result<Quota, ItemError> {
         let mut elsewhere: i64 = 0;
+        // Every ledger hashes ids alike: each id is hashed once here, not
+        // once per variant (a purchase of a variant is a flash sale's hot
+        // path).
+        let request = request_id.map(|id| (self.ledger.hash_id(id), id));
+        let user_hash = (self.limit > 0).then(|| self.ledger.hash_id(user));
         for (place, variant) in self.variants().iter().enumerate() {
             if place == index {
                 continue;
             }
-            if request_id.is_some_and(|id| variant.item.request(id).is_some()) {
-                return Err(ItemError::RequestMismatch);
+            let ledger = &variant.item.ledger;
+            if let Some((hash, id)) = request {
+                if matches!(ledger.find_request_hashed(hash, id), Lookup::Found(_)) {
+                    return Err(ItemError::RequestMismatch);
+                }
             }
-            if self.limit > 0 {
-                elsewhere = elsewhere.saturating_add(variant.item.units_at(user, moment));
+            if let Some(hash) = user_hash {
+                elsewhere = elsewhere.saturating_add(variant.item.units_at(hash, user, moment));
             }
         }
         Ok(Quota {
@@ -201,8 +209,9 @@ impl SaleItem {
 
     /// Units `user` holds at `moment`: holds lapsed by then count as given
     /// back, as the judge counts them.
-    pub(super) fn units_at(&self, user: &[u8], moment: Moment) -> i64 {
-        let Lookup::Found(buyer) = self.ledger.find_buyer(user) else {
+    /// `hash` is the ledger's hash of `user`.
+    pub(super) fn units_at(&self, hash: u64, user: &[u8], moment: Moment) -> i64 {
+        let Lookup::Found(buyer) = self.ledger.find_buyer_hashed(hash, user) else {
             return 0;
         };
         let (_, lapsing) = self.lapsing(moment, Some(buyer.handle()));
