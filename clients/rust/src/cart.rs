@@ -100,6 +100,40 @@ pub enum Payment {
     },
 }
 
+/// One line of a cart: `(key, qty)`, or `(key, Some(variant), qty)` for a
+/// variant of an item made with `Init::with_variants` (a size of a drop;
+/// `(key, None, qty)` beside it for an item without variants),
+/// held as `Deduct::variant` holds it. Confirming and giving back need no
+/// variant: the item finds it by the cart id.
+pub trait CartLine {
+    fn key(&self) -> &[u8];
+    fn qty(&self) -> i64;
+    fn variant(&self) -> Option<&[u8]> {
+        None
+    }
+}
+
+impl<K: AsRef<[u8]>> CartLine for (K, i64) {
+    fn key(&self) -> &[u8] {
+        self.0.as_ref()
+    }
+    fn qty(&self) -> i64 {
+        self.1
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> CartLine for (K, Option<V>, i64) {
+    fn key(&self) -> &[u8] {
+        self.0.as_ref()
+    }
+    fn qty(&self) -> i64 {
+        self.2
+    }
+    fn variant(&self) -> Option<&[u8]> {
+        self.1.as_ref().map(AsRef::as_ref)
+    }
+}
+
 /// Holds every line of the cart for `hold_seconds` under `cart_id`, in line
 /// order, or none: at the first line that refuses, every line is given
 /// back (`cancel`). The same call again, after a failure or a crash at any
@@ -108,25 +142,28 @@ pub enum Payment {
 /// An error (a connection lost, a request id conflict) stops the call where
 /// it was, with some lines held perhaps: make the same call again (or
 /// `cancel`).
-pub fn place<C, K>(
+pub fn place<C, L>(
     con: &mut C,
     cart_id: &str,
     user: &str,
-    lines: &[(K, i64)],
+    lines: &[L],
     hold_seconds: i64,
 ) -> Result<Placement>
 where
     C: SeckillCommands,
-    K: AsRef<[u8]>,
+    L: CartLine,
 {
     let mut held = Vec::with_capacity(lines.len());
-    for (index, (key, qty)) in lines.iter().enumerate() {
-        let hold = Deduct::new(key.as_ref(), user, *qty)
+    for (index, line) in lines.iter().enumerate() {
+        let mut hold = Deduct::new(line.key(), user, line.qty())
             .request_id(cart_id)
             .hold(hold_seconds);
+        if let Some(variant) = line.variant() {
+            hold = hold.variant(variant);
+        }
         let result = con.seckill_deduct(&hold)?;
         if !result.bought() {
-            let keys: Vec<&[u8]> = lines.iter().map(|(key, _)| key.as_ref()).collect();
+            let keys: Vec<&[u8]> = lines.iter().map(CartLine::key).collect();
             return Ok(Placement::Refused {
                 line: index,
                 outcome: result.outcome,

@@ -248,6 +248,58 @@ fn a_cart_refused_by_one_sold_out_line_leaves_no_line_held() {
     check(&mut con);
 }
 
+/// A cart with a size of a drop on one shard: held in that size, under the
+/// drop's limit across sizes, and confirmed and given back without naming
+/// it.
+#[test]
+fn a_cart_holds_a_size_of_a_drop_and_confirms_it_by_the_cart_id() {
+    let cluster = Cluster::start(3, 0);
+    let mut con = cluster.client();
+    let items = items_on_three_masters(&cluster, "sku:sized");
+    con.seckill_init(&Init::with_variants(items[0].as_str(), [("42", 1), ("43", 1)]).limit(1))
+        .unwrap();
+    for item in &items[1..] {
+        con.seckill_init(&Init::new(item.as_str(), 5)).unwrap();
+    }
+    let lines = [
+        (items[0].as_str(), Some("43"), 1),
+        (items[1].as_str(), None, 1),
+        (items[2].as_str(), None, 2),
+    ];
+    assert!(matches!(
+        cart::place(&mut con, "cart:s1", "eve", &lines, 600).unwrap(),
+        Placement::Placed { .. }
+    ));
+    let state = con
+        .seckill_status(items[0].as_str(), "cart:s1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.variant.as_deref(), Some("43"));
+    // Another size in another cart is over eve's limit of one pair.
+    let other = [(items[0].as_str(), Some("42"), 1)];
+    assert!(matches!(
+        cart::place(&mut con, "cart:s2", "eve", &other, 600).unwrap(),
+        Placement::Refused {
+            line: 0,
+            outcome: Outcome::LimitReached,
+            ..
+        }
+    ));
+    let keys: Vec<&str> = items.iter().map(String::as_str).collect();
+    assert!(matches!(
+        cart::confirm(&mut con, "cart:s1", &keys).unwrap(),
+        Payment::Paid { .. }
+    ));
+    assert_eq!(
+        status(&mut con, &items[0], "cart:s1"),
+        RequestStatus::Confirmed
+    );
+    assert_eq!(
+        con.seckill_get_variant(items[0].as_str(), "43").unwrap(),
+        Some(0)
+    );
+}
+
 // The crash at each step.
 
 const CHILD_TEST: &str = "child_process_for_the_crash_tests";
