@@ -554,6 +554,48 @@ fn max_id_length_holds_clients_to_shorter_ids_but_never_a_replica() {
         "ERR user id must be 1 to 4 bytes"
     );
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", "k", &long]), 1);
+
+    // On an item with variants, a buyer in one variant is in the item: a
+    // purchase of another size passes, alone or in an order.
+    ok::<String>(&mut con, &["CONFIG", "SET", "seckill.max-id-length", "128"]);
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.INIT", "{d}", "VARIANTS", "2", "s", "5", "m", "5"],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "{d}", &long, "1", "VARIANT", "s"],
+    );
+    ok::<String>(&mut con, &["CONFIG", "SET", "seckill.max-id-length", "4"]);
+    assert_eq!(
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", "{d}", &long, "1", "VARIANT", "m"]
+        ),
+        4
+    );
+    let order: Vec<i64> = ok(
+        &mut con,
+        &[
+            "SECKILL.MDEDUCT",
+            "1",
+            "{d}",
+            "1",
+            &long,
+            "r3",
+            "VARIANT",
+            "1",
+            "s",
+        ],
+    );
+    assert_eq!(order, [3]);
+    assert_eq!(
+        error(
+            &mut con,
+            &["SECKILL.DEDUCT", "{d}", &longer, "1", "VARIANT", "m"]
+        ),
+        "ERR user id must be 1 to 4 bytes"
+    );
 }
 
 #[test]

@@ -65,8 +65,8 @@ fn id<'a>(arg: &'a Arg, error: &'static str) -> Result<&'a [u8], RedisError> {
 /// (`seckill.max-id-length`, at most `MAX_ID_LEN`).
 pub static MAX_ID_LENGTH: AtomicI64 = AtomicI64::new(MAX_ID_LEN as i64);
 
-/// Holds the ids a client's DEDUCT brings into `item` to
-/// `seckill.max-id-length`. Not those from the master or the AOF: the
+/// Holds the ids a client's DEDUCT brings into `item` (any of its
+/// variants) to `seckill.max-id-length`. Not those from the master or the AOF: the
 /// master accepted them under its own setting, and a replica refusing them
 /// would diverge. Ids already in the item pass whatever the setting, so
 /// that a retry of a purchase made before the setting was lowered is still
@@ -79,8 +79,9 @@ fn check_configured_id_length(
 ) -> Result<(), RedisError> {
     let limit = usize::try_from(MAX_ID_LENGTH.load(Ordering::Relaxed)).unwrap_or(MAX_ID_LEN);
     let too_long = |id: &[u8]| id.len() > limit;
-    let user_new = too_long(user) && !item.knows_buyer(user);
-    let request_new = request_id.is_some_and(|id| too_long(id) && item.request(id).is_none());
+    let user_new = too_long(user) && !item.parts().any(|part| part.knows_buyer(user));
+    let request_new = request_id
+        .is_some_and(|id| too_long(id) && !item.parts().any(|part| part.request(id).is_some()));
     let kind = if user_new {
         "user id"
     } else if request_new {

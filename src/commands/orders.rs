@@ -194,7 +194,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 continue;
             };
             let item = seen.part;
-            check_configured_id_length(ctx, item, user, Some(request_id))?;
+            check_configured_id_length(ctx, seen.whole, user, Some(request_id))?;
             // A variant's buyer is judged against the item's limit across
             // its variants too, as DEDUCT ... VARIANT is.
             let quota = match seen.variant {

@@ -144,7 +144,10 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let judge = move |item: &SaleItem, moment: Moment| {
         // Moved in whole, so that the rewrite outlives the call.
         let rewrite_slot = rewrite_slot;
-        check_configured_id_length(ctx, item, user, options.request_id)?;
+        // A variant's ids were checked against the whole item, below.
+        if across_variants.get().is_none() {
+            check_configured_id_length(ctx, item, user, options.request_id)?;
+        }
         let relative_hold = matches!(options.hold, Some(Hold::For(_)));
         let (moment, anchor, earliest_deadline, quota) = match across_variants.get() {
             Some(across) => (
@@ -247,6 +250,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         Some(item) if options.variant.is_some() || item.has_variants() => {
             let variant = options.variant.map(Arg::as_bytes);
             let index = variant_place(item, variant)?;
+            check_configured_id_length(ctx, item, user, options.request_id)?;
             let anchor = item.latest_replicated_moment();
             let moment = deduct_moment(ctx, moment_of(ctx, item), &options, anchor);
             across_variants.set(Some(AcrossVariants {
