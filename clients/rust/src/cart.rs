@@ -100,9 +100,9 @@ pub enum Payment {
     },
 }
 
-/// One line of a cart: `(key, qty)`, or `(key, Some(variant), qty)` for a
+/// One line of a cart: `(key, qty)`, or `(key, qty, Some(variant))` for a
 /// variant of an item made with `Init::with_variants` (a size of a drop;
-/// `(key, None, qty)` beside it for an item without variants),
+/// `(key, qty, None)` beside it for an item without variants),
 /// held as `Deduct::variant` holds it. Confirming and giving back need no
 /// variant: the item finds it by the cart id.
 pub trait CartLine {
@@ -122,15 +122,15 @@ impl<K: AsRef<[u8]>> CartLine for (K, i64) {
     }
 }
 
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> CartLine for (K, Option<V>, i64) {
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> CartLine for (K, i64, Option<V>) {
     fn key(&self) -> &[u8] {
         self.0.as_ref()
     }
     fn qty(&self) -> i64 {
-        self.2
+        self.1
     }
     fn variant(&self) -> Option<&[u8]> {
-        self.1.as_ref().map(AsRef::as_ref)
+        self.2.as_ref().map(AsRef::as_ref)
     }
 }
 

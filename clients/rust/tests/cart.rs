@@ -262,9 +262,9 @@ fn a_cart_holds_a_size_of_a_drop_and_confirms_it_by_the_cart_id() {
         con.seckill_init(&Init::new(item.as_str(), 5)).unwrap();
     }
     let lines = [
-        (items[0].as_str(), Some("43"), 1),
-        (items[1].as_str(), None, 1),
-        (items[2].as_str(), None, 2),
+        (items[0].as_str(), 1, Some("43")),
+        (items[1].as_str(), 1, None),
+        (items[2].as_str(), 2, None),
     ];
     assert!(matches!(
         cart::place(&mut con, "cart:s1", "eve", &lines, 600).unwrap(),
@@ -276,7 +276,7 @@ fn a_cart_holds_a_size_of_a_drop_and_confirms_it_by_the_cart_id() {
         .unwrap();
     assert_eq!(state.variant.as_deref(), Some("43"));
     // Another size in another cart is over eve's limit of one pair.
-    let other = [(items[0].as_str(), Some("42"), 1)];
+    let other = [(items[0].as_str(), 1, Some("42"))];
     assert!(matches!(
         cart::place(&mut con, "cart:s2", "eve", &other, 600).unwrap(),
         Placement::Refused {
