@@ -160,6 +160,30 @@ pub fn write_part<'a>(
     reply
 }
 
+/// Refuses up front a command that writes one item in several steps (a
+/// RELEASE of holds in several variants) when its order stream has no room
+/// for every event the steps could append, `events` and what each of the
+/// `steps` could settle on its way: each step checks its own room, and a
+/// later step refused would follow an earlier one's change.
+pub fn check_stream_room(
+    ctx: &Context,
+    name: &Arg,
+    item: &SaleItem,
+    steps: usize,
+    events: usize,
+) -> Result<(), RedisError> {
+    if master_decided(ctx) {
+        // Its master or the AOF sends what was done: nothing is refused.
+        return Ok(());
+    }
+    let Some(stream_setting) = item.order_stream() else {
+        return Ok(());
+    };
+    let settled = SETTLE_PER_WRITE.max(SETTLE_PER_WRITE_UNVOUCHED);
+    let most = steps.saturating_mul(settled).saturating_add(events);
+    OrderStream::open(ctx, name.as_bytes(), stream_setting)?.check_room(ctx, most)
+}
+
 /// A write by a caller allowed to write the order stream vouches for the
 /// stream of the variant it wrote, and replicates that as `SECKILL.STREAM`
 /// for the whole item: the whole item is vouched for here too, as on its

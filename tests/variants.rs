@@ -781,3 +781,56 @@ fn release_lets_holds_of_several_variants_go_alike_on_the_replica() {
     wait_for_replica(&mut con);
     assert_eq!(snapshot(&mut replica.client(), "{r}"), on_master);
 }
+
+/// A RELEASE of holds in several variants whose order stream has no room
+/// for every event is refused before any variant's hold is released.
+#[test]
+fn a_release_across_variants_refused_for_the_stream_releases_nothing() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "{d}",
+            "VARIANTS",
+            "2",
+            "a",
+            "5",
+            "b",
+            "5",
+            "STREAM",
+            "{d}:o",
+        ],
+    );
+    for (user, id, variant) in [("u1", "r1", "a"), ("u2", "r2", "b")] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                "{d}",
+                user,
+                "1",
+                "ID",
+                id,
+                "HOLD",
+                "900",
+                "VARIANT",
+                variant,
+            ],
+        );
+    }
+    ok::<String>(
+        &mut con,
+        &[
+            "XSETID",
+            "{d}:o",
+            "18446744073709551615-18446744073709551614",
+        ],
+    );
+    let before = snapshot(&mut con, "{d}");
+    let refused = error(&mut con, &["SECKILL.RELEASE", "{d}", "r1", "r2"]);
+    assert!(refused.contains("nothing was changed"), "{refused}");
+    assert_eq!(snapshot(&mut con, "{d}"), before);
+    assert_eq!(ok::<i64>(&mut con, &["XLEN", "{d}:o"]), 2);
+}

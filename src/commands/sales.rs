@@ -9,8 +9,8 @@ use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    fence_repeat, master_decided, moment_of, vouch_whole, write_opened, write_part, Decision,
-    Effect, Judgement, Part, NO_SUCH_ITEM,
+    check_stream_room, fence_repeat, master_decided, moment_of, vouch_whole, write_opened,
+    write_part, Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
@@ -374,7 +374,7 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
     // one variant's holds at a time). Ids no variant knows release nothing.
     let groups: Vec<Vec<usize>> = {
         let key = ItemKey::open_read(ctx, name);
-        match key.item()? {
+        let groups = match key.item()? {
             Some(item) if item.has_variants() => {
                 let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
                 for (place, request_id) in request_ids.iter().enumerate() {
@@ -389,7 +389,11 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
                 groups.into_iter().map(|(_, places)| places).collect()
             }
             _ => vec![(0..request_ids.len()).collect()],
+        };
+        if let (Some(item), true) = (key.item()?, groups.len() > 1) {
+            check_stream_room(ctx, name, item, groups.len(), request_ids.len())?;
         }
+        groups
     };
     let whole_call = groups.len() == 1 && groups[0].len() == request_ids.len();
     let mut released = 0;
