@@ -179,8 +179,11 @@ pub fn check_stream_room(
     let Some(stream_setting) = item.order_stream() else {
         return Ok(());
     };
-    let settled = SETTLE_PER_WRITE.max(SETTLE_PER_WRITE_UNVOUCHED);
-    let most = steps.saturating_mul(settled).saturating_add(events);
+    // A step settles at most the budget of an item whose stream is not
+    // vouched for, the larger one.
+    let most = steps
+        .saturating_mul(SETTLE_PER_WRITE_UNVOUCHED)
+        .saturating_add(events);
     OrderStream::open(ctx, name.as_bytes(), stream_setting)?.check_room(ctx, most)
 }
 
