@@ -44,7 +44,8 @@ for tool in node npm; do
         exit 2
     fi
 done
-# The dev dependencies (redis 6, ioredis 6) need Node.js 20; Debian 12's
+# The dev dependencies (redis 6, ioredis 6, @valkey/valkey-glide 2, the
+# clients the tests run the library over) need Node.js 20; Debian 12's
 # own nodejs is 18. Then Node.js 20 is taken from the npm registry (the
 # `node` package ships the binary) into target/, once.
 major=$(node -p 'process.versions.node.split(".")[0]')

@@ -1,13 +1,16 @@
 #!/bin/sh
 # Runs the Python client's tests (clients/python) against real servers with the module loaded:
-# a standalone server and a 3-master cluster, sync and asyncio, RESP2 and RESP3; and the example
+# a standalone server and a 3-master cluster, sync and asyncio, RESP2 and RESP3, over redis-py
+# (and, in the client-parity tests, valkey-py and Valkey GLIDE too); and the example
 # service's (examples/python), over HTTP.
 #
 #   SECKILL_MODULE=target/release/libseckill.so sh scripts/test-python.sh [pytest args]
 #
 # SECKILL_SERVER picks the server binary (default redis-server; a valkey-server works too).
 # The first run creates a virtualenv in target/python-venv and installs the client there with
-# its test extra; later runs reuse it (and reinstall only when pyproject.toml changed).
+# its test extra and every client library it runs over (redis-py, valkey-py, Valkey GLIDE asyncio
+# and sync: the client-parity tests run each); later runs reuse it (and reinstall only when
+# pyproject.toml changed).
 set -eu
 
 if [ -z "${SECKILL_MODULE:-}" ]; then
@@ -45,7 +48,7 @@ fi
 
 stamp=$venv/.seckill-client-installed
 if [ ! -f "$stamp" ] || [ clients/python/pyproject.toml -nt "$stamp" ]; then
-    "$venv/bin/python" -m pip install -q -e 'clients/python[test,examples]'
+    "$venv/bin/python" -m pip install -q -e 'clients/python[test,examples,redis,valkey,glide,glide-sync]'
     touch "$stamp"
 fi
 

@@ -77,7 +77,10 @@ export interface VariantOptions {
 }
 
 /** One line of an order: `[key, qty]` or `{ key, qty }` (qty 1 when left out). */
-export type OrderLine = readonly [key: SeckillKey, qty?: SeckillInt] | { readonly key: SeckillKey; readonly qty?: SeckillInt };
+/** A line of an order or cart; `variant` names the variant bought of an item with variants. */
+export type OrderLine =
+  | readonly [key: SeckillKey, qty?: SeckillInt, variant?: SeckillId | null]
+  | { readonly key: SeckillKey; readonly qty?: SeckillInt; readonly variant?: SeckillId | null };
 
 export interface OrderOptions {
   /** Hold every line for this many seconds; the result then has the order's `deadline`. */
@@ -558,7 +561,7 @@ export type SeckillCommands = SeckillWaitCommands & SeckillScanIterator & Seckil
 
 /**
  * The client's seckill commands, where deduct, confirm and refund also take
- * a wait ({ waitReplicas, waitTimeoutMs }). For ioredis (after
+ * a wait ({ waitReplicas, waitTimeoutMs }). For ioredis and GLIDE (after
  * installSeckill) that is client.seckill itself; for node-redis, whose
  * module calls each send one command, the module's commands with those
  * three sending the command and WAIT in one pipeline. Errors are the
@@ -571,7 +574,7 @@ export declare function seckillOf(client: SplitItemClient): SeckillCommands;
 /** FNV-1a, 32 bits (an unsigned integer), over bytes; a string is hashed as its UTF-8 bytes. */
 export declare function fnv1a32(data: string | Buffer | Uint8Array): number;
 
-/** The commands SplitItem calls, as a client with seckill has them (node-redis module or ioredis installer). */
+/** The commands SplitItem calls, as a client with seckill has them (node-redis module, ioredis or GLIDE installer). */
 export interface SplitItemClient {
   readonly seckill: {
     init(key: SeckillKey, stock: SeckillStock, options?: InitOptions): Promise<boolean>;
@@ -592,7 +595,7 @@ export interface SplitItemClient {
 export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   /**
    * @param client a node-redis client or cluster created with `{ modules: { seckill } }`,
-   *   or an ioredis Redis or Cluster after `installSeckill()`
+   *   or an ioredis Redis or Cluster or a GLIDE client after `installSeckill()`
    * @param parts the parts' key names, in order
    */
   constructor(client: C, parts: readonly SeckillKey[]);
@@ -667,7 +670,7 @@ export declare class CartConfirmation {
 export declare class CartSaga<C extends SplitItemClient = SplitItemClient> {
   /**
    * @param client a node-redis client or cluster created with `{ modules: { seckill } }`,
-   *   or an ioredis Redis or Cluster after `installSeckill()`
+   *   or an ioredis Redis or Cluster or a GLIDE client after `installSeckill()`
    */
   constructor(client: C);
   readonly client: C;
@@ -683,4 +686,19 @@ export declare class CartSaga<C extends SplitItemClient = SplitItemClient> {
 }
 
 export { seckill, SeckillModule } from './node-redis';
-export { installSeckill, WithSeckill, SeckillPipeline, InstallSeckillOptions } from './ioredis';
+export { WithSeckill, SeckillPipeline, InstallSeckillOptions } from './ioredis';
+export { WithSeckillGlide, WithSeckillBatch, GlideClientLike, GlideBatchLike, InstallSeckillGlideOptions } from './glide';
+
+import type { WithSeckill, InstallSeckillOptions } from './ioredis';
+import type { WithSeckillGlide, WithSeckillBatch, GlideClientLike, GlideBatchLike, InstallSeckillGlideOptions } from './glide';
+
+/**
+ * Gives a client the SECKILL.* commands as client.seckill, by the installer
+ * of its kind: a Valkey GLIDE batch (Batch, ClusterBatch: each call queued)
+ * or client (GlideClient, GlideClusterClient), or an ioredis Redis or
+ * Cluster (each command keyed by its item key: Cluster routing, keyPrefix,
+ * auto-pipelining). Returns the same object.
+ */
+export declare function installSeckill<B extends GlideBatchLike>(batch: B): WithSeckillBatch<B>;
+export declare function installSeckill<C extends GlideClientLike>(client: C, options?: InstallSeckillGlideOptions): WithSeckillGlide<C>;
+export declare function installSeckill<T extends object>(client: T, options?: InstallSeckillOptions): WithSeckill<T>;

@@ -1,8 +1,9 @@
 'use strict';
 // seckill-client: typed access to the seckill Redis module's SECKILL.*
-// commands from node-redis (a module: createClient({ modules: { seckill } }))
-// and ioredis (installSeckill(redis)). Neither client library is required
-// until its entry point is used.
+// commands from node-redis (a module: createClient({ modules: { seckill } })),
+// ioredis (installSeckill(redis)) and Valkey GLIDE (installSeckill(client),
+// installSeckill(batch)). No client library is required until its entry
+// point is used.
 
 const values = require('./lib/values');
 const errors = require('./lib/errors');
@@ -10,7 +11,16 @@ const split = require('./lib/split');
 const cart = require('./lib/cart');
 const { seckillOf } = require('./lib/wait');
 const { seckill } = require('./node-redis');
-const { installSeckill } = require('./ioredis');
+const ioredis = require('./ioredis');
+const glide = require('./glide');
+
+/**
+ * installSeckill(client): an ioredis Redis or Cluster, or a GLIDE client or
+ * batch, each by its own installer (./ioredis, ./glide). Returns the same object.
+ */
+function installSeckill(client, options) {
+  return glide.isGlide(client) ? glide.installSeckill(client, options) : ioredis.installSeckill(client, options);
+}
 
 module.exports = {
   seckill,

@@ -199,7 +199,8 @@ function attachNamespace(target) {
  */
 function installSeckill(client, options = {}) {
   if (!client || typeof client.addBuiltinCommand !== 'function' || typeof client.sendCommand !== 'function') {
-    throw new TypeError('installSeckill needs an ioredis (5 or later) Redis or Cluster instance');
+    throw new TypeError('installSeckill needs an ioredis (5 or later) Redis or Cluster instance, '
+      + 'or a Valkey GLIDE client or batch (from seckill-client or seckill-client/glide)');
   }
   if (client[INSTALLED]) return client;
   let Command = options.Command;

@@ -100,7 +100,7 @@ function commandsOf(client) {
     return seckillOf(client);
   } catch {
     throw new TypeError('CartSaga needs a client with the seckill commands: a node-redis client or cluster '
-      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster passed to installSeckill()');
+      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster or a GLIDE client passed to installSeckill()');
   }
 }
 
@@ -115,8 +115,8 @@ class CartSaga {
 
   /**
    * @param client a node-redis client or cluster created with
-   *   { modules: { seckill } }, or an ioredis Redis or Cluster after
-   *   installSeckill()
+   *   { modules: { seckill } }, or an ioredis Redis or Cluster or a GLIDE
+   *   client after installSeckill()
    */
   constructor(client) {
     this.#sk = commandsOf(client);
@@ -130,7 +130,8 @@ class CartSaga {
    * crash), it ends the cart the same way.
    * @param cartId the request id of every line: unique per cart
    * @param user the buyer
-   * @param lines [key, qty] or { key, qty }, in the order they are held
+   * @param lines [key, qty] or { key, qty } ([key, qty, variant] or
+   *   { key, qty, variant } for a variant), in the order they are held
    * @param holdSeconds how long the lines stay held unpaid
    * @returns {Promise<CartPlacement>}
    */
@@ -141,8 +142,10 @@ class CartSaga {
     bytes(user, 'user');
     integer(holdSeconds, 'holdSeconds');
     const results = [];
-    for (const [i, [key, qty]] of parsed.entries()) {
-      const result = await this.#sk.deduct(key, user, qty, { requestId: cartId, hold: holdSeconds });
+    for (const [i, [key, qty, variant]] of parsed.entries()) {
+      const options = { requestId: cartId, hold: holdSeconds };
+      if (variant !== null) options.variant = variant;
+      const result = await this.#sk.deduct(key, user, qty, options);
       results.push(result);
       if (result.outcome !== Outcome.BOUGHT) {
         const refunds = await this.#giveBack(cartId, keys);

@@ -248,20 +248,27 @@ function buildRefund(key, requestId, options) {
 // names it first in getKeys() (its slot is the command's); keyPrefix goes
 // on every key.
 
-// One line of an order: [key, qty] or { key, qty } (qty 1 when left out).
+// One line of an order: [key, qty, variant] or { key, qty, variant } (qty 1
+// when left out; a variant only for an item with variants), as
+// [key, qty, variant or null].
 function orderLine(line, i) {
   let key;
   let qty;
+  let variant;
   if (Array.isArray(line)) {
-    if (line.length < 1 || line.length > 2) throw new TypeError(`line ${i} of an order must be [key, qty], got ${line.length} entries`);
-    [key, qty] = line;
+    if (line.length < 1 || line.length > 3) throw new TypeError(`line ${i} of an order must be [key, qty] or [key, qty, variant], got ${line.length} entries`);
+    [key, qty, variant] = line;
   } else if (isOptions(line)) {
-    ({ key, qty } = checkOptions(line, ['key', 'qty'], `line ${i} of an order`));
+    ({ key, qty, variant } = checkOptions(line, ['key', 'qty', 'variant'], `line ${i} of an order`));
   } else {
-    throw new TypeError(`line ${i} of an order must be [key, qty] or { key, qty }, got ${describe(line)}`);
+    throw new TypeError(`line ${i} of an order must be [key, qty, variant?] or { key, qty, variant? }, got ${describe(line)}`);
   }
   if (!given(key)) throw new TypeError(`line ${i} of an order has no key`);
-  return [bytes(key, `the key of line ${i}`), integer(given(qty) ? qty : 1, `the qty of line ${i}`)];
+  return [
+    bytes(key, `the key of line ${i}`),
+    integer(given(qty) ? qty : 1, `the qty of line ${i}`),
+    given(variant) ? bytes(variant, `the variant of line ${i}`) : null,
+  ];
 }
 
 function orderLines(lines, command) {
@@ -300,6 +307,10 @@ function buildOrder(lines, user, requestId, options) {
   args.push(bytes(user, 'user'), bytes(requestId, 'requestId'));
   if (given(o.hold)) args.push('HOLD', integer(o.hold, 'hold'));
   if (given(o.holdUntil)) args.push('HOLDUNTIL', unixMs(o.holdUntil, 'holdUntil'));
+  // VARIANT line name: the variant a line buys, lines numbered from 1.
+  parsed.forEach(([, , variant], i) => {
+    if (variant !== null) args.push('VARIANT', String(i + 1), variant);
+  });
   if (given(o.hold) || given(o.holdUntil)) args.push('WITHDEADLINE');
   return { args, keys, wait: waitOf(o, 'order') };
 }

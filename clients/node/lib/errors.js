@@ -1,7 +1,9 @@
 'use strict';
 // Typed errors, decided from the server's error text in one place (the same
-// rules as the Python and Rust clients), and from the client's own error
-// when the connection was lost during a call.
+// rules as the Python and Rust clients), whichever client raised it
+// (node-redis, ioredis, Valkey GLIDE, which rewords the reply: see
+// glideReplyText), and from the client's own error when the connection was
+// lost during a call.
 
 const ErrorKind = Object.freeze({
   REQUEST_ID_CONFLICT: 'REQUEST_ID_CONFLICT',
@@ -21,7 +23,8 @@ const UNAVAILABLE_CODES = new Set(['NOREPLICAS', 'READONLY', 'MASTERDOWN', 'LOAD
 // How the clients reject a call whose connection was lost before its reply
 // came: node-redis with SocketClosedUnexpectedlyError or the socket's own
 // error (ECONNRESET, ...), ioredis with "Connection is closed." (no
-// reconnection) or MaxRetriesPerRequestError (reconnected, and lost again).
+// reconnection) or MaxRetriesPerRequestError (reconnected, and lost again),
+// GLIDE with its ConnectionError (see isConnectionLost).
 const LOST_CONNECTION_NAMES = new Set(['SocketClosedUnexpectedlyError', 'MaxRetriesPerRequestError']);
 const LOST_CONNECTION_CODES = new Set([
   'ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ECONNABORTED', 'ENOTCONN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
@@ -31,6 +34,32 @@ const IOREDIS_CONNECTION_CLOSED = 'Connection is closed.';
 // Error classes of the clients, by constructor name: node-redis's
 // SimpleError / BlobError / ErrorReply, ioredis's ReplyError (redis-errors).
 const REPLY_ERROR_NAMES = new Set(['SimpleError', 'BlobError', 'ErrorReply', 'ReplyError']);
+
+// GLIDE words an error reply as its core (a fork of redis-rs) formats it: a
+// code it knows becomes the name of its error kind ("ERR request id ..."
+// reads "An error was signalled by the server: - ResponseError: request id
+// ..."), and any other code stays in front, with a colon ("WRONGTYPE:
+// Operation against ..."). Its error classes derive from ValkeyError; an
+// error reply is a RequestError itself (its subclasses are timeouts, lost
+// connections, aborted transactions).
+const GLIDE_BASE_ERROR = 'ValkeyError';
+const GLIDE_CODE_BY_KIND = new Map([
+  ['ResponseError', 'ERR'],
+  ['ExecAbortError', 'EXECABORT'],
+  ['BusyLoadingError', 'LOADING'],
+  ['NoScriptError', 'NOSCRIPT'],
+  ['Moved', 'MOVED'],
+  ['Ask', 'ASK'],
+  ['TryAgain', 'TRYAGAIN'],
+  ['ClusterDown', 'CLUSTERDOWN'],
+  ['CrossSlot', 'CROSSSLOT'],
+  ['MasterDown', 'MASTERDOWN'],
+  ['ReadOnly', 'READONLY'],
+  ['NotBusy', 'NOTBUSY'],
+  ['PermissionDenied', 'NOPERM'],
+]);
+const GLIDE_KNOWN_CODE = /^An error was signalled by the server: ?- (\w+)(?:: ([\s\S]*))?$/;
+const GLIDE_OTHER_CODE = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
 
 /**
  * Base class of the typed errors: every error a SECKILL command replies
@@ -71,8 +100,8 @@ class SeckillError extends Error {
   }
 
   /**
-   * The typed error for an error reply from node-redis (ErrorReply) or
-   * ioredis (ReplyError) to a SECKILL command, or an UnavailableError (code
+   * The typed error for an error reply from node-redis (ErrorReply), ioredis
+   * (ReplyError) or GLIDE (RequestError) to a SECKILL command, or an UnavailableError (code
    * "") for the error a client rejects a call with when its connection was
    * lost before the reply came. Anything else (a SeckillError already, a
    * TypeError, node-redis's MultiErrorReply, a client closed on purpose) is
@@ -83,6 +112,10 @@ class SeckillError extends Error {
   static from(err) {
     if (err instanceof SeckillError) return err;
     if (isReplyError(err)) return SeckillError.fromReplyText(err.message, err) ?? err;
+    if (isGlideError(err, 'RequestError')) {
+      const text = glideReplyText(err.message);
+      return (text !== null && SeckillError.fromReplyText(text, err)) || err;
+    }
     if (isConnectionLost(err)) {
       return new UnavailableError(err.message, { code: '', kind: ErrorKind.UNAVAILABLE, cause: err });
     }
@@ -127,8 +160,32 @@ function isReplyError(err) {
   return REPLY_ERROR_NAMES.has(err.name) || REPLY_ERROR_NAMES.has(err.constructor && err.constructor.name);
 }
 
+// A GLIDE error of exactly this class (by name: this package does not
+// require GLIDE), told from others' by GLIDE's base class.
+function isGlideError(err, className) {
+  if (!(err instanceof Error) || !err.constructor || err.constructor.name !== className) return false;
+  for (let proto = Object.getPrototypeOf(err); proto; proto = Object.getPrototypeOf(proto)) {
+    if (proto.constructor && proto.constructor.name === GLIDE_BASE_ERROR) return true;
+  }
+  return false;
+}
+
+// GLIDE's wording of an error reply back to the server's text ("CODE
+// message"), or null for an error GLIDE raised itself.
+function glideReplyText(text) {
+  const known = GLIDE_KNOWN_CODE.exec(text);
+  if (known) {
+    const code = GLIDE_CODE_BY_KIND.get(known[1]);
+    return code === undefined ? null : `${code} ${known[2] ?? ''}`;
+  }
+  const other = GLIDE_OTHER_CODE.exec(text);
+  return other ? `${other[1]} ${other[2]}` : null;
+}
+
 function isConnectionLost(err) {
   if (!(err instanceof Error)) return false;
+  // GLIDE reconnects by itself, and rejects the calls caught by the loss.
+  if (isGlideError(err, 'ConnectionError')) return true;
   if (LOST_CONNECTION_NAMES.has(err.name) || LOST_CONNECTION_NAMES.has(err.constructor && err.constructor.name)) return true;
   if (typeof err.code === 'string' && LOST_CONNECTION_CODES.has(err.code)) return true;
   return err.message === IOREDIS_CONNECTION_CLOSED;

@@ -42,7 +42,7 @@ function commandsOf(client) {
     return seckillOf(client);
   } catch {
     throw new TypeError('SplitItem needs a client with the seckill commands: a node-redis client or cluster '
-      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster passed to installSeckill()');
+      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster or a GLIDE client passed to installSeckill()');
   }
 }
 

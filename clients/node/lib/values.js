@@ -492,10 +492,12 @@ function unexpected(command, reply) {
 
 // The fields of INFO's or STATUS's reply by name: a flat [field, value, ...]
 // array (RESP2, or ioredis's legacy mapping of RESP3), a plain object or a
-// Map (RESP3).
+// Map (RESP3), or GLIDE's array of { key, value } (its RESP3 map).
 function fieldsOf(reply, command) {
   const raw = new Map();
-  if (Array.isArray(reply)) {
+  if (Array.isArray(reply) && reply.length > 0 && isGlideRecordEntry(reply[0])) {
+    for (const { key, value } of reply) raw.set(toText(key), value);
+  } else if (Array.isArray(reply)) {
     for (let i = 0; i + 1 < reply.length; i += 2) raw.set(toText(reply[i]), reply[i + 1]);
   } else if (reply instanceof Map) {
     for (const [k, v] of reply) raw.set(toText(k), v);
@@ -505,6 +507,11 @@ function fieldsOf(reply, command) {
     throw unexpected(command, reply);
   }
   return raw;
+}
+
+function isGlideRecordEntry(entry) {
+  return entry !== null && typeof entry === 'object' && !Array.isArray(entry) && !Buffer.isBuffer(entry)
+    && 'key' in entry && 'value' in entry;
 }
 
 // An integer reply as a number, whatever the client's number mapping (number,

@@ -6,8 +6,9 @@
 // cluster; ioredis: pipeline(), see ioredis.js).
 //
 // seckillOf(client) gives the commands where deduct, confirm and refund take
-// { waitReplicas, waitTimeoutMs }: an ioredis client's own client.seckill
-// (its methods send the wait themselves), or, for node-redis, whose module
+// { waitReplicas, waitTimeoutMs }: an ioredis or GLIDE client's own
+// client.seckill (its methods send the wait themselves; GLIDE: glide.js),
+// or, for node-redis, whose module
 // calls each send one command, the module's commands with those three
 // sending the wait.
 
@@ -57,17 +58,17 @@ const wrapped = new WeakMap();
  * a wait ({ waitReplicas, waitTimeoutMs }) and then resolve to a Durable,
  * and scanIterator(key, { count }) walks an item's records.
  * @param client a node-redis client, cluster or pool created with
- *   { modules: { seckill } }, or an ioredis Redis or Cluster after
- *   installSeckill() (its client.seckill is returned)
+ *   { modules: { seckill } }, or an ioredis Redis or Cluster or a GLIDE
+ *   client after installSeckill() (its client.seckill is returned)
  */
 function seckillOf(client) {
   const sk = client && client.seckill;
   if (!sk || typeof sk.deduct !== 'function' || typeof sk.get !== 'function') {
     throw new TypeError('seckillOf needs a client with the seckill commands: a node-redis client or cluster '
-      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster passed to installSeckill()');
+      + 'created with { modules: { seckill } }, or an ioredis Redis or Cluster or a GLIDE client passed to installSeckill()');
   }
-  // ioredis (its methods send waits), and anything that is not a node-redis
-  // client: its multi() or pipelines (where a wait is refused), other objects.
+  // ioredis and GLIDE (their methods send waits), and anything that is not a
+  // node-redis client: its multi() or pipelines (where a wait is refused), other objects.
   if (client[IOREDIS_INSTALLED] || client.isPipeline
     || typeof client.multi !== 'function' || typeof client.execAsPipeline === 'function') {
     return sk;

@@ -111,6 +111,25 @@ async function checkLedger(sk, keys) {
 const outcomes = (results) => results.map((r) => r.outcome);
 
 for (const [clientName, connect] of Object.entries(CLIENTS)) {
+  test(`${clientName}: a cart holds a size of a drop, under its limit across sizes`, async () => {
+    const client = await connect();
+    const sk = seckillOf(client);
+    const saga = new CartSaga(client);
+    const keys = await items(`sized-${clientName}`, [5, 5, 5]);
+    const drop = `${keys[0]}:drop`;
+    assert.equal(await cluster.nodes[0].command('SECKILL.INIT', drop, 'VARIANTS', '2', '42', '1', '43', '1', 'LIMIT', '1'), 1);
+    const lines = [[drop, 1, 43], [keys[1], 1], { key: keys[2], qty: 2, variant: null }];
+    const placed = await saga.place('cart-s1', 'eve', lines, 900);
+    assert.equal(placed.placed, true);
+    assert.equal((await sk.status(drop, 'cart-s1')).variant, '43');
+    // Another size in another cart is over eve's one pair.
+    const other = await saga.place('cart-s2', 'eve', [{ key: drop, qty: 1, variant: '42' }], 900);
+    assert.deepEqual([other.placed, other.refusal], [false, Outcome.LIMIT_REACHED]);
+    const paid = await saga.confirm('cart-s1', [drop, keys[1], keys[2]]);
+    assert.equal(paid.paid, true);
+    assert.deepEqual(await Promise.all([sk.get(drop, { variant: 43 }), sk.get(drop, { variant: 42 })]), [0, 1]);
+  });
+
   test(`${clientName}: a cart over three masters is placed, paid, replayed, cancelled`, async () => {
     const client = await connect();
     const sk = seckillOf(client);

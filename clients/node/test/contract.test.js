@@ -1,8 +1,8 @@
 'use strict';
 // The Node.js client against contract/seckill.json, the file the module's
 // tests and the other client libraries' tests read too: every error the
-// contract can provoke, sent to a real server through node-redis and
-// ioredis and typed by this library into the contract's kind, code, text and
+// contract can provoke, sent to a real server through node-redis, ioredis
+// and Valkey GLIDE (which rewords error replies) and typed by this library into the contract's kind, code, text and
 // retryability; the outcome names and codes of DEDUCT, CONFIRM, REFUND and SETTLE;
 // INFO's fields.
 
@@ -12,6 +12,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { createClient } = require('redis');
 const Redis = require('ioredis');
+const { GlideClient, Logger } = require('@valkey/valkey-glide');
 const { startServer } = require('./helpers/servers');
 const {
   ErrorKind, SeckillError, Outcome, ConfirmOutcome, RefundOutcome, SettleOutcome, DeductResult, RefundResult, ItemInfo,
@@ -63,7 +64,17 @@ async function ioredis(options = {}) {
   return (args) => client.call(...args);
 }
 
-const CLIENTS = { 'node-redis': nodeRedis, ioredis };
+async function glide({ username, password } = {}) {
+  Logger.setLoggerConfig('error'); // not a warning line for each error reply
+  const client = await GlideClient.createClient({
+    addresses: [{ host: '127.0.0.1', port: server.port }],
+    ...(username ? { credentials: { username, password } } : {}),
+  });
+  closers.push(() => client.close());
+  return (args) => client.customCommand(args);
+}
+
+const CLIENTS = { 'node-redis': nodeRedis, ioredis, glide };
 
 const substitute = (args, key, n) => args.map((a) => a.replaceAll('$KEY', key).replaceAll('$N', String(n)));
 

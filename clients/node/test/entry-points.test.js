@@ -17,9 +17,13 @@ test('require and import of every entry point give the same objects', async () =
   const nodeRedis = await import('seckill-client/node-redis');
   assert.equal(nodeRedis.seckill, cjs.seckill);
   assert.equal(require('seckill-client/node-redis').seckill, cjs.seckill);
+  // The root installSeckill hands each client to its kind's installer.
   const ioredis = await import('seckill-client/ioredis');
-  assert.equal(ioredis.installSeckill, cjs.installSeckill);
-  assert.equal(require('seckill-client/ioredis').installSeckill, cjs.installSeckill);
+  assert.equal(ioredis.installSeckill, require('seckill-client/ioredis').installSeckill);
+  const glide = await import('seckill-client/glide');
+  assert.equal(glide.installSeckill, require('seckill-client/glide').installSeckill);
+  assert.equal(typeof cjs.installSeckill, 'function');
+  assert.throws(() => cjs.installSeckill({}), /ioredis .*or a Valkey GLIDE client or batch/);
 });
 
 test('the node-redis module has one command per SECKILL command, and no more', () => {

@@ -336,7 +336,10 @@ test('order, confirmOrder and refundOrder: the count, then each key (keys for ro
   assert.deepEqual(build('confirmOrder', ['{c}:a', '{c}:b'], 'o-1'), { args: ['2', '{c}:a', '{c}:b', 'o-1', 'DETAIL'], keys: [1, 2], wait: undefined });
   // The lines given to order stand for their keys.
   assert.deepEqual(build('refundOrder', [['{c}:a', 2], { key: '{c}:b' }], 'o-1').args, ['2', '{c}:a', '{c}:b', 'o-1', 'DETAIL']);
-  for (const bad of [[], 'a', [null], [5], [['a', 1, 2]], [{ key: 'a', qtty: 1 }], [{ qty: 1 }], [[]]]) {
+  // A line's variant: VARIANT line name, lines numbered from 1, after the hold.
+  assert.deepEqual(build('order', [['a', 1, 43], ['b', 2], { key: 'c', variant: 's' }], 'u', 'r', { hold: 60 }).args,
+    ['3', 'a', '1', 'b', '2', 'c', '1', 'u', 'r', 'HOLD', '60', 'VARIANT', '1', '43', 'VARIANT', '3', 's', 'WITHDEADLINE']);
+  for (const bad of [[], 'a', [null], [5], [['a', 1, 2, 3]], [['a', 1, {}]], [{ key: 'a', qtty: 1 }], [{ qty: 1 }], [[]]]) {
     assert.throws(() => build('order', bad, 'u', 'r'), TypeError, JSON.stringify(bad));
   }
   assert.throws(() => build('order', [['a', 1.5]], 'u', 'r'), RangeError);

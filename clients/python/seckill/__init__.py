@@ -1,7 +1,8 @@
 """Python client for seckill, the Redis module for flash-sale inventory.
 
-``Seckill(r)`` wraps a ``redis.Redis``, a ``redis.RedisCluster`` or a pipeline of either; the
-asyncio twin is ``seckill.asyncio.Seckill``. Every SECKILL.* command is a method that returns a
+``Seckill(r)`` wraps a ``redis.Redis``, a ``redis.RedisCluster`` or a pipeline of either, valkey-py's
+twins of those, or a Valkey GLIDE sync client or batch; the asyncio twin is
+``seckill.asyncio.Seckill``. Every SECKILL.* command is a method that returns a
 typed value and raises a typed ``SeckillError`` subclass. ``deduct``, ``confirm`` and ``refund``
 (and ``order``, ``confirm_order`` and ``refund_order``, their twins for an order of several items
 on one shard) take ``wait_replicas=`` to learn, in the same round trip, how many replicas have
@@ -13,15 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
-import redis
-import redis.asyncio
-import redis.asyncio.cluster
-import redis.client
-import redis.cluster
-from redis.exceptions import ResponseError
-
 from . import commands
 from .commands import Key, Lines
+from .drivers import sync_driver
 from .errors import (
     ConnectionLostError,
     ErrorKind,
@@ -33,10 +28,7 @@ from .errors import (
     SeckillError,
     UnavailableError,
     WrongTypeError,
-    raise_typed,
 )
-from .pipelines import QueuedCommands
-from .replies import durable_result, register_response_callbacks
 from .values import (
     UNLIMITED,
     UNLIMITED_STOCK,
@@ -97,103 +89,68 @@ __all__ = [
     "ConnectionLostError",
 ]
 
-_PIPELINES = (redis.client.Pipeline, redis.cluster.ClusterPipeline)
-_ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
-
 
 class Seckill:
-    """The SECKILL.* commands on an existing redis-py client or pipeline.
+    """The SECKILL.* commands on an existing client, pipeline or batch: redis-py's or valkey-py's
+    (``Redis``/``Valkey``, their cluster clients and pipelines), or Valkey GLIDE's sync client
+    (``glide_sync``: ``GlideClient``, ``GlideClusterClient``, ``Batch``, ``ClusterBatch``).
 
-    It never opens a connection: every call goes through ``client.execute_command``, so the
-    client's connection pool, retries, protocol and cluster routing apply as they are.
+    It never opens a connection: every call goes through the client, so its connection pool,
+    retries, protocol and cluster routing apply as they are.
 
-    Wrapping registers response callbacks for the SECKILL.* commands on the client (a pipeline
-    shares them with the client it came from), so redis-py itself decodes the replies, in
-    pipelines and transactions too: after that, ``client.execute_command("SECKILL.INFO", key)``
-    returns an ``ItemInfo`` as well.
+    On a redis-py or valkey-py client, wrapping registers response callbacks for the SECKILL.*
+    commands on it (a pipeline shares them with the client it came from), so the client itself
+    decodes the replies, in pipelines and transactions too: after that,
+    ``client.execute_command("SECKILL.INFO", key)`` returns an ``ItemInfo`` as well. GLIDE has no
+    such hook: the methods decode its replies.
 
-    On a pipeline, each method queues its command and returns the pipeline; run the pipeline
-    with ``Seckill.execute()`` to get the typed values and typed errors in order (the pipeline's
-    own ``execute()`` gives the same typed values, but redis-py leaves error replies as plain
-    ``ResponseError`` there).
+    On a pipeline or a batch, each method queues its command and returns the pipeline; run it with
+    ``Seckill.execute()`` (a GLIDE batch: ``execute(client=...)``) to get the typed values and
+    typed errors in order (a redis-py pipeline's own ``execute()`` gives the same typed values,
+    but leaves error replies as plain ``ResponseError``).
 
     ``deduct``, ``confirm`` and ``refund`` take ``wait_replicas`` (and ``wait_timeout_ms``, 1000 by
-    default): the command and a ``WAIT`` go in one plain pipeline, on one connection, and the
-    call returns a ``Durable``. A wait needs a standalone client (``redis.Redis``, Sentinel's
-    included): a pipeline or a ``redis.RedisCluster`` refuses it with a TypeError.
+    default): the command and a ``WAIT`` go together on one connection, and the call returns a
+    ``Durable``. That needs a client: a standalone redis-py or valkey-py one (Sentinel's
+    included), or any GLIDE client (on a cluster, the two go to the item key's master). A pipeline,
+    a batch or a redis-py / valkey-py cluster client refuses it with a TypeError.
     """
 
     def __init__(self, client: Any) -> None:
-        if isinstance(client, _ASYNC_CLIENTS):
-            raise TypeError("this is an asyncio client: wrap it with seckill.asyncio.Seckill")
-        if not callable(getattr(client, "execute_command", None)):
-            raise TypeError(f"expected a redis-py client or pipeline, got {type(client).__name__}")
-        register_response_callbacks(client)
+        self._driver = sync_driver(client)
         self._client = client
-        self._queued = QueuedCommands() if isinstance(client, _PIPELINES) else None
 
     @property
     def client(self) -> Any:
-        """The wrapped client or pipeline."""
+        """The wrapped client, pipeline or batch."""
         return self._client
+
+    @property
+    def _queues(self) -> bool:
+        """True when this wraps a pipeline or a batch: the methods queue their commands."""
+        return bool(self._driver.queues)
 
     def __repr__(self) -> str:
         return f"Seckill({self._client!r})"
 
     def _call(self, args: tuple[Any, ...]) -> Any:
-        queued = self._queued
-        if queued is not None:
-            length = len(self._client)
-            queued.before_queue(length)
-        try:
-            reply = self._client.execute_command(*args)
-        except (ResponseError, redis.ConnectionError) as error:
-            raise_typed(error)
-            raise
-        if queued is not None:
-            queued.after_queue(length, len(self._client))
-        return reply
+        return self._driver.call(args)
 
     def _write(self, args: tuple[Any, ...], wait_replicas: int | None, wait_timeout_ms: int) -> Any:
         """A write, followed by ``WAIT`` on the same connection when ``wait_replicas`` is given."""
         if wait_replicas is None:
             return self._call(args)
-        wait = commands.wait(wait_replicas, wait_timeout_ms)
-        if self._queued is not None:
-            raise TypeError(
-                "wait_replicas needs a client, not a pipeline: a queued write has no reply to wait "
-                "after yet, and WAIT cannot block inside MULTI"
-            )
-        if isinstance(self._client, redis.RedisCluster):
-            raise TypeError(
-                "wait_replicas needs a standalone client: redis-py's cluster client cannot send "
-                "the write and WAIT on one connection to the item's master"
-            )
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.execute_command(*args)
-            pipe.execute_command(*wait)
-            try:
-                replies = pipe.execute(raise_on_error=False)
-            except redis.ConnectionError as error:
-                raise_typed(error)
-                raise
-        return durable_result(args[0], replies, wait_replicas)
+        return self._driver.call_and_wait(args, commands.wait(wait_replicas, wait_timeout_ms), wait_replicas)
 
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
-        """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
+    def execute(self, raise_on_error: bool = True, *, client: Any = None, options: Any = None) -> list[Any] | None:
+        """Run the wrapped pipeline or batch: its results in order, with SECKILL.* values and errors
+        typed.
 
-        With ``raise_on_error`` (the default) the first error is raised, as redis-py does.
+        With ``raise_on_error`` (the default) the first error is raised, as redis-py does. A GLIDE
+        batch runs on ``client`` (a sync GLIDE client), with GLIDE's batch ``options`` if given;
+        it returns None when a transaction's WATCHed keys changed.
         """
-        if self._queued is None:
-            raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
-        positions = self._queued.take(len(self._client))
-        try:
-            results = self._client.execute(raise_on_error=False)
-        except redis.ConnectionError as error:
-            if positions:  # the connection failed under SECKILL commands: they are unavailable
-                raise_typed(error)
-            raise
-        return QueuedCommands.typed_results(results, positions, raise_on_error)
+        return self._driver.execute(raise_on_error, client, options)
 
     def init(
         self,
@@ -346,7 +303,6 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> OrderResult: ...
@@ -360,7 +316,6 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Durable[OrderResult]: ...
@@ -373,13 +328,14 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> OrderResult | Durable[OrderResult]:
         """SECKILL.MDEDUCT: buy (or, with ``hold`` seconds / ``hold_until`` Unix ms, reserve) every
-        line of an order, or none. ``lines`` is ``(key, qty)`` pairs in order, or a mapping; in a
-        cluster the keys must share a slot (one hash tag).
+        line of an order, or none. ``lines`` is ``(key, qty)`` pairs in order, or a mapping; a line
+        of an item with variants is ``(key, qty, variant)`` (``VARIANT line name``), judged under
+        the item's limit across its variants. In a cluster the keys must share a slot (one hash
+        tag).
 
         An ``OrderResult``: ``taken``, one result per line (the stock left, the code of a line
         that refused, None for a line that would have been taken), and with a hold its
@@ -483,7 +439,7 @@ class Seckill:
         ``SECKILL.SCAN`` until it is 0, ``count`` records a call. Every record that existed when the
         scan started is yielded once, however the item changes meanwhile; records written during
         the scan come too, at its end. Needs a client, not a pipeline."""
-        if self._queued is not None:
+        if self._queues:
             raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
         args = commands.scan(key, 0, count, variant)  # checks the arguments before the first call
         cursor = 0

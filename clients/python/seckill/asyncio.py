@@ -1,4 +1,5 @@
-"""The asyncio twin of ``seckill.Seckill``, for ``redis.asyncio`` clients and pipelines.
+"""The asyncio twin of ``seckill.Seckill``, for ``redis.asyncio`` and ``valkey.asyncio`` clients and
+pipelines, and Valkey GLIDE's asyncio client and batches.
 
 On a client, each method returns an awaitable of the typed value. On a pipeline, each method
 queues its command at once and returns the pipeline (awaiting it is optional, as in redis-py);
@@ -12,17 +13,9 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any, overload
 
-import redis
-import redis.asyncio
-import redis.asyncio.client
-import redis.asyncio.cluster
-from redis.exceptions import ResponseError
-
 from . import commands
 from .commands import Key, Lines
-from .errors import raise_typed
-from .pipelines import QueuedCommands
-from .replies import durable_result, register_response_callbacks
+from .drivers import async_driver
 from .split import _parts, named, part_index, split_stock, sum_stock
 from .values import (
     ConfirmOutcome,
@@ -41,102 +34,53 @@ from .values import (
 
 __all__ = ["Seckill", "SplitItem", "Cart"]
 
-_PIPELINES = (redis.asyncio.client.Pipeline, redis.asyncio.cluster.ClusterPipeline)
-_ASYNC_CLIENTS = (redis.asyncio.Redis, redis.asyncio.RedisCluster, redis.asyncio.cluster.ClusterPipeline)
-
-
-async def _typed_errors(reply: Awaitable[Any]) -> Any:
-    try:
-        return await reply
-    except (ResponseError, redis.ConnectionError) as error:
-        raise_typed(error)
-        raise
-
-
-async def _write_and_wait(client: Any, args: tuple[Any, ...], wait: tuple[Any, ...], wanted: int) -> Durable[Any]:
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.execute_command(*args)
-        pipe.execute_command(*wait)
-        try:
-            replies = await pipe.execute(raise_on_error=False)
-        except redis.ConnectionError as error:
-            raise_typed(error)
-            raise
-    return durable_result(args[0], replies, wanted)
-
 
 class Seckill:
-    """The SECKILL.* commands on an existing ``redis.asyncio`` client or pipeline.
+    """The SECKILL.* commands on an existing asyncio client, pipeline or batch: ``redis.asyncio``'s,
+    ``valkey.asyncio``'s, or Valkey GLIDE's asyncio client (``glide``: ``GlideClient``,
+    ``GlideClusterClient``, ``Batch``, ``ClusterBatch``).
 
-    It never opens a connection. Wrapping registers response callbacks for the SECKILL.*
-    commands on the client, so redis-py decodes the replies itself (see ``seckill.Seckill``).
-    A wait (``wait_replicas``) needs a standalone ``redis.asyncio.Redis``: on a pipeline or a
-    ``redis.asyncio.RedisCluster`` the method raises a TypeError at once, before any await.
+    It never opens a connection (see ``seckill.Seckill``). A wait (``wait_replicas``) needs a
+    client: a standalone ``redis.asyncio.Redis`` (or valkey-py's), or any GLIDE client; on a
+    pipeline, a batch or a redis-py / valkey-py cluster client the method raises a TypeError at
+    once, before any await.
     """
 
     def __init__(self, client: Any) -> None:
-        if not isinstance(client, _ASYNC_CLIENTS):
-            if isinstance(client, (redis.Redis, redis.RedisCluster)):
-                raise TypeError("this is a sync client: wrap it with seckill.Seckill")
-            if not callable(getattr(client, "execute_command", None)):
-                raise TypeError(f"expected a redis.asyncio client or pipeline, got {type(client).__name__}")
-        register_response_callbacks(client)
+        self._driver = async_driver(client)
         self._client = client
-        self._queued = QueuedCommands() if isinstance(client, _PIPELINES) else None
 
     @property
     def client(self) -> Any:
-        """The wrapped client or pipeline."""
+        """The wrapped client, pipeline or batch."""
         return self._client
+
+    @property
+    def _queues(self) -> bool:
+        """True when this wraps a pipeline or a batch: the methods queue their commands."""
+        return bool(self._driver.queues)
 
     def __repr__(self) -> str:
         return f"seckill.asyncio.Seckill({self._client!r})"
 
     def _call(self, args: tuple[Any, ...]) -> Any:
-        queued = self._queued
-        if queued is None:
-            return _typed_errors(self._client.execute_command(*args))
-        length = len(self._client)
-        queued.before_queue(length)
-        reply = self._client.execute_command(*args)
-        queued.after_queue(length, len(self._client))
-        if reply is self._client:
-            return reply
-        return _typed_errors(reply)  # run at once: a pipeline watching keys
+        return self._driver.call(args)
 
     def _write(self, args: tuple[Any, ...], wait_replicas: int | None, wait_timeout_ms: int) -> Any:
         """A write, followed by ``WAIT`` on the same connection when ``wait_replicas`` is given.
         A wait this client cannot make is refused here, not when awaited."""
         if wait_replicas is None:
             return self._call(args)
-        wait = commands.wait(wait_replicas, wait_timeout_ms)
-        if self._queued is not None:
-            raise TypeError(
-                "wait_replicas needs a client, not a pipeline: a queued write has no reply to wait "
-                "after yet, and WAIT cannot block inside MULTI"
-            )
-        if isinstance(self._client, redis.asyncio.RedisCluster):
-            raise TypeError(
-                "wait_replicas needs a standalone client: redis-py's cluster client cannot send "
-                "the write and WAIT on one connection to the item's master"
-            )
-        return _write_and_wait(self._client, args, wait, wait_replicas)
+        return self._driver.call_and_wait(args, commands.wait(wait_replicas, wait_timeout_ms), wait_replicas)
 
-    async def execute(self, raise_on_error: bool = True) -> list[Any]:
-        """Run the wrapped pipeline: its results in order, with SECKILL.* errors typed.
-
-        With ``raise_on_error`` (the default) the first error is raised, as redis-py does.
+    async def execute(
+        self, raise_on_error: bool = True, *, client: Any = None, options: Any = None
+    ) -> list[Any] | None:
+        """Run the wrapped pipeline or batch: its results in order, with SECKILL.* values and errors
+        typed (see ``seckill.Seckill.execute``; a GLIDE batch runs on ``client``, an asyncio
+        GLIDE client).
         """
-        if self._queued is None:
-            raise TypeError("execute() runs a pipeline; this Seckill wraps a client")
-        positions = self._queued.take(len(self._client))
-        try:
-            results = await self._client.execute(raise_on_error=False)
-        except redis.ConnectionError as error:
-            if positions:  # the connection failed under SECKILL commands: they are unavailable
-                raise_typed(error)
-            raise
-        return QueuedCommands.typed_results(results, positions, raise_on_error)
+        return await self._driver.execute(raise_on_error, client, options)
 
     def init(
         self,
@@ -275,7 +219,6 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[OrderResult]: ...
@@ -289,7 +232,6 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: int,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[Durable[OrderResult]]: ...
@@ -302,12 +244,11 @@ class Seckill:
         *,
         hold: int | None = None,
         hold_until: int | None = None,
-        variant: Key | None = None,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 1000,
     ) -> Awaitable[OrderResult] | Awaitable[Durable[OrderResult]]:
         """SECKILL.MDEDUCT: every line of an order (``(key, qty)`` pairs or a mapping, one hash
-        tag), or none; an ``OrderResult`` (see ``seckill.Seckill.order``); with
+        tag; ``(key, qty, variant)`` for a variant), or none; an ``OrderResult`` (see ``seckill.Seckill.order``); with
         ``wait_replicas``, a ``Durable`` of it."""
         return self._write(
             commands.order(lines, user, request_id, hold=hold, hold_until=hold_until),
@@ -399,7 +340,7 @@ class Seckill:
         """Every record of the item, following the cursor of ``SECKILL.SCAN`` until it is 0
         (``async for record in sk.scan_iter(key)``; see ``seckill.Seckill.scan_iter``). Needs a
         client, not a pipeline."""
-        if self._queued is not None:
+        if self._queues:
             raise TypeError("scan_iter needs a client, not a pipeline: each page's cursor comes from the last")
         args = commands.scan(key, 0, count, variant)
         while True:
@@ -436,7 +377,7 @@ class SplitItem:
 
     def __init__(self, client: Any, parts: Sequence[Key]) -> None:
         seckill = client if isinstance(client, Seckill) else Seckill(client)
-        if seckill._queued is not None:
+        if seckill._queues:
             raise TypeError("a SplitItem needs a client, not a pipeline")
         self._seckill = seckill
         self._parts = _parts(parts)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 from . import Seckill, commands
 from .commands import Key, Lines
@@ -102,11 +102,12 @@ class CartPayment:
         return None if self.failed_line is None else self.lines[self.failed_line]
 
 
-def _cart_lines(lines: Lines) -> list[tuple[Key, int]]:
+def _cart_lines(lines: Lines) -> list[tuple[Key, int, Optional[Key]]]:
     pairs = lines if isinstance(lines, (str, bytes, Mapping)) else list(lines)  # read an iterator once
     commands.order_lines(pairs)  # the types, before any command is sent
-    checked = list(pairs.items()) if isinstance(pairs, Mapping) else [(key, qty) for key, qty in pairs]
-    _distinct([key for key, _ in checked])
+    given = pairs.items() if isinstance(pairs, Mapping) else pairs
+    checked = [(line[0], line[1], line[2] if len(line) == 3 else None) for line in given]
+    _distinct([key for key, _, _ in checked])
     return checked
 
 
@@ -133,12 +134,14 @@ def _give_back(cart_id: Key, keys: Sequence[Key]) -> Generator[_Call, Any, tuple
 
 
 def _place(
-    cart_id: Key, user: Key, lines: list[tuple[Key, int]], hold_seconds: int
+    cart_id: Key, user: Key, lines: list[tuple[Key, int, Optional[Key]]], hold_seconds: int
 ) -> Generator[_Call, Any, CartPlacement]:
-    keys = [key for key, _ in lines]
+    keys = [key for key, _, _ in lines]
     results: list[DeductResult] = []
-    for index, (key, qty) in enumerate(lines):
-        result = yield lambda seckill: seckill.deduct(key, user, qty, request_id=cart_id, hold=hold_seconds)
+    for index, (key, qty, variant) in enumerate(lines):
+        result = yield lambda seckill: seckill.deduct(
+            key, user, qty, request_id=cart_id, hold=hold_seconds, variant=variant
+        )
         results.append(result)
         if not result.ok:
             # Refused now, or CANCELLED: given back by an earlier call that was refused or
@@ -187,7 +190,9 @@ async def _run_async(seckill: Any, saga: Generator[_Call, Any, T]) -> T:
         reply = await call(seckill)
 
 
-def _check_place(cart_id: Key, user: Key, lines: Lines, hold_seconds: int) -> list[tuple[Key, int]]:
+def _check_place(
+    cart_id: Key, user: Key, lines: Lines, hold_seconds: int
+) -> list[tuple[Key, int, Optional[Key]]]:
     if isinstance(hold_seconds, bool) or not isinstance(hold_seconds, int):
         # A cart is placed on holds: a line must not be a sale before the cart is paid.
         raise TypeError(f"hold_seconds must be an int, not {type(hold_seconds).__name__}")
@@ -200,14 +205,15 @@ def _check_place(cart_id: Key, user: Key, lines: Lines, hold_seconds: int) -> li
 class Cart:
     """A cart over items on any shards, placed on holds under the cart id (see the module's text).
 
-    ``client`` is a ``seckill.Seckill`` or a redis-py client to wrap (``redis.Redis``,
-    ``redis.RedisCluster``), not a pipeline: each step waits for the one before. Errors are
-    raised as the client raises them (a ``ConnectionLostError``: send the same call again).
+    ``client`` is a ``seckill.Seckill`` or a client it takes to wrap (``redis.Redis``,
+    ``redis.RedisCluster``, valkey-py's, a GLIDE sync client), not a pipeline: each step waits for
+    the one before. Errors are raised as the client raises them (a ``ConnectionLostError``: send
+    the same call again).
     """
 
     def __init__(self, client: Any) -> None:
         seckill = client if isinstance(client, Seckill) else Seckill(client)
-        if seckill._queued is not None:
+        if seckill._queues:
             raise TypeError("a Cart needs a client, not a pipeline")
         self._seckill = seckill
 
@@ -248,7 +254,7 @@ class AsyncCart:
         from .asyncio import Seckill as AsyncSeckill  # seckill.asyncio imports this module
 
         seckill = client if isinstance(client, AsyncSeckill) else AsyncSeckill(client)
-        if seckill._queued is not None:
+        if seckill._queues:
             raise TypeError("a Cart needs a client, not a pipeline")
         self._seckill = seckill
 

@@ -8,18 +8,19 @@ error that becomes a typed SeckillError.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Union
+from typing import Optional, Union
 
 from .values import UNLIMITED
 
-__all__ = ["Arg", "Key", "Lines"]
+__all__ = ["Arg", "Args", "Key", "Lines"]
 
 #: A key, user id, request id or stream key: bytes are sent as they are, str as UTF-8.
 Key = Union[str, bytes]
 Arg = Union[str, bytes]
 Args = tuple[Arg, ...]
 #: The lines of an order: ``(key, qty)`` pairs in order, or a mapping of key to quantity.
-Lines = Union[Mapping[Key, int], Iterable[tuple[Key, int]]]
+# (key, qty), or (key, qty, variant) for a variant of an item with variants (None for none).
+Lines = Union[Mapping[Key, int], Iterable[Union[tuple[Key, int], tuple[Key, int, Optional[Key]]]]]
 
 
 def _number(name: str, value: object) -> str:
@@ -116,18 +117,21 @@ def deduct(
     return tuple(args)
 
 
-def order_lines(lines: Lines) -> list[tuple[Arg, str]]:
-    """The ``(key, qty)`` lines of an order, type-checked, in order. An order with no line is
-    refused here: a cluster client would have no key to route it by."""
+def order_lines(lines: Lines) -> list[tuple[Arg, str, Optional[Arg]]]:
+    """The ``(key, qty, variant)`` lines of an order, type-checked, in order; a line given as a
+    ``(key, qty)`` pair has no variant. An order with no line is refused here: a cluster client
+    would have no key to route it by."""
     if isinstance(lines, (str, bytes)):
         raise TypeError("lines must be (key, qty) pairs or a mapping of key to qty, not one key")
     pairs = lines.items() if isinstance(lines, Mapping) else lines
     checked = []
     for line in pairs:
-        if isinstance(line, (str, bytes)) or not isinstance(line, Sequence) or len(line) != 2:
-            raise TypeError(f"an order line must be a (key, qty) pair, not {line!r}")
-        key, qty = line
-        checked.append((_key("key", key), _number("qty", qty)))
+        if isinstance(line, (str, bytes)) or not isinstance(line, Sequence) or len(line) not in (2, 3):
+            raise TypeError(f"an order line must be (key, qty) or (key, qty, variant), not {line!r}")
+        key, qty, variant = (*line, None) if len(line) == 2 else line
+        checked.append(
+            (_key("key", key), _number("qty", qty), None if variant is None else _key("variant", variant))
+        )
     if not checked:
         raise ValueError("an order needs at least one line")
     return checked
@@ -146,11 +150,14 @@ def order_keys(keys: Iterable[Key]) -> list[Arg]:
 def order(lines: Lines, user: Key, request_id: Key, *, hold: int | None, hold_until: int | None) -> Args:
     checked = order_lines(lines)
     args: list[Arg] = ["SECKILL.MDEDUCT", str(len(checked))]
-    for key, qty in checked:
+    for key, qty, _ in checked:
         args += (key, qty)
     args += (_key("user", user), _key("request_id", request_id))
     _option(args, "HOLD", "hold", hold)
     _option(args, "HOLDUNTIL", "hold_until", hold_until)
+    for number, (_, _, variant) in enumerate(checked, 1):
+        if variant is not None:
+            args += ("VARIANT", str(number), variant)
     if hold is not None or hold_until is not None:
         # As with deduct: the buyer is told when to pay by, in the same reply.
         args.append("WITHDEADLINE")
@@ -166,6 +173,23 @@ def confirm_order(keys: Iterable[Key], request_id: Key) -> Args:
 def refund_order(keys: Iterable[Key], request_id: Key) -> Args:
     checked = order_keys(keys)
     return ("SECKILL.MREFUND", str(len(checked)), *checked, _key("request_id", request_id), "DETAIL")
+
+
+# The commands of an order name their keys after a count (numlines, numkeys).
+_KEYS_AFTER_COUNT = frozenset({"SECKILL.MDEDUCT", "SECKILL.MCONFIRM", "SECKILL.MREFUND"})
+
+
+def routing_key(args: Args) -> Arg:
+    """The key a cluster must route a built command by: its item key, the first argument, or for
+    the commands of an order, whose first argument is a count, the key of the first line."""
+    return args[2] if args[0] in _KEYS_AFTER_COUNT else args[1]
+
+
+def is_routed_by_first_argument(args: Args) -> bool:
+    """True when a client that routes by the first argument (GLIDE, with any command it does not
+    know) finds the key there; False for the commands of an order, which it would route by
+    their count."""
+    return args[0] not in _KEYS_AFTER_COUNT
 
 
 def wait(replicas: int, timeout_ms: int) -> Args:

@@ -1,7 +1,9 @@
 """Turning the server's replies to SECKILL.* commands into typed values.
 
-The functions here are registered as redis-py response callbacks, so redis-py itself decodes the
-replies: for direct calls, pipelines and transactions, standalone and cluster, RESP2 and RESP3.
+The functions here are registered as redis-py (or valkey-py) response callbacks, so the client itself
+decodes the replies: for direct calls, pipelines and transactions, standalone and cluster, RESP2
+and RESP3. GLIDE has no such hook: ``drivers`` calls them on its replies (lists, and under RESP3
+dicts with bytes keys).
 Each one accepts a value it produced already (so decoding twice changes nothing) and, where
 redis-py hands an error reply to a callback (its cluster pipelines do), returns the typed error.
 """
@@ -279,8 +281,8 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
 
 
 def register_response_callbacks(client: Any) -> None:
-    """Register the callbacks on a redis-py client or pipeline (sync or asyncio, standalone or
-    cluster). A pipeline shares its callbacks with the client it came from, so they land there."""
+    """Register the callbacks on a redis-py or valkey-py client or pipeline (sync or asyncio,
+    standalone or cluster). A pipeline shares its callbacks with the client it came from, so they land there."""
     setter = getattr(client, "set_response_callback", None)
     if setter is None:
         # redis-py 5's asyncio ClusterPipeline has no setter; its cluster client holds the callbacks.
@@ -296,7 +298,7 @@ def durable_result(command: str, replies: Sequence[Any], wanted: int) -> Durable
     """A write's reply and the reply of the ``WAIT wanted ...`` sent after it, as a Durable.
 
     An error of the write is raised, typed (WAIT's answer then means nothing); an error of WAIT
-    itself (say, an ACL user without it) is raised as redis-py gave it, with a note saying what
+    itself (say, an ACL user without it) is raised as the client gave it, with a note saying what
     the write replied, since the write was done.
     """
     reply, replicas = replies

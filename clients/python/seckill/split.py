@@ -102,16 +102,16 @@ def _parts(parts: Sequence[Key]) -> tuple[Key, ...]:
 class SplitItem:
     """One sale item split over the items ``parts`` (key names, ideally on different shards).
 
-    ``client`` is a ``seckill.Seckill`` or a redis-py client (``redis.Redis``,
-    ``redis.RedisCluster``) to wrap; not a pipeline, since ``stock()`` and ``info()`` read every
-    part. User ``user``'s calls always go to part ``part_for(user)``.
+    ``client`` is a ``seckill.Seckill`` or a client it takes (``redis.Redis``,
+    ``redis.RedisCluster``, valkey-py's, a GLIDE sync client) to wrap; not a pipeline, since
+    ``stock()`` and ``info()`` read every part. User ``user``'s calls always go to part ``part_for(user)``.
     """
 
     named = staticmethod(named)
 
     def __init__(self, client: Any, parts: Sequence[Key]) -> None:
         seckill = client if isinstance(client, Seckill) else Seckill(client)
-        if seckill._queued is not None:
+        if seckill._queues:
             raise TypeError("a SplitItem needs a client, not a pipeline")
         self._seckill = seckill
         self._parts = _parts(parts)

@@ -87,3 +87,39 @@ def test_variants_through_a_pipeline_and_asyncio(server, protocol: int, key: str
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_an_order_and_a_cart_buy_a_size(r: redis.Redis, key: str) -> None:
+    sk = Seckill(r)
+    drop, laces = f"{key}:drop", f"{key}:laces"
+    assert sk.init(drop, {"42": 1, "43": 1}, limit=1)
+    assert sk.init(laces, 10)
+    placed = sk.order([(drop, 1, "43"), (laces, 2)], "ann", "o1", hold_until=FAR_FUTURE_MS)
+    assert placed.taken and placed.deadline == FAR_FUTURE_MS
+    assert [line.stock for line in placed.lines] == [0, 8]
+    # A second pair, in the other size, is over ann's limit across sizes: nothing is taken.
+    refused = sk.order([(drop, 1, "42"), (laces, 1, None)], "ann", "o2")
+    assert not refused.taken and refused.refused == {0: Outcome.LIMIT_REACHED}
+    assert sk.get(laces) == 8
+    assert sk.confirm_order([drop, laces], "o1").confirmed
+    assert sk.status(drop, "o1").variant == "43"
+    with pytest.raises(InvalidArgumentError, match="name one with VARIANT"):
+        sk.order([(drop, 1), (laces, 1)], "bob", "o3")
+    with pytest.raises(TypeError):
+        sk.order([(drop, 1, "42", "extra")], "bob", "o3")
+
+
+def test_a_cart_holds_a_size(r: redis.Redis, key: str) -> None:
+    from seckill import Cart
+
+    sk = Seckill(r)
+    drop, laces = f"{key}:drop", f"{key}:laces"
+    assert sk.init(drop, {"42": 1, "43": 1}, limit=1)
+    assert sk.init(laces, 10)
+    cart = Cart(r)
+    placed = cart.place("cart-1", "eve", [(drop, 1, "42"), (laces, 2, None)], 600)
+    assert placed.placed
+    assert sk.status(drop, "cart-1").variant == "42"
+    other = cart.place("cart-2", "eve", [(drop, 1, "43")], 600)
+    assert (other.placed, other.refusal) == (False, Outcome.LIMIT_REACHED)
+    assert cart.confirm("cart-1", [drop, laces]).paid

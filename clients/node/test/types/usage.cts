@@ -1,5 +1,5 @@
-// Compiled by test/types.test.js (tsc --noEmit): the declarations must type
-// real usage with node-redis and ioredis, and reject wrong calls.
+// Compiled by test/entry-points.test.js (tsc --noEmit): the declarations must
+// type real usage with node-redis, ioredis and Valkey GLIDE, and reject wrong calls.
 import { createClient, createCluster } from 'redis';
 import Redis, { Cluster } from 'ioredis';
 import {
@@ -11,6 +11,8 @@ import {
 } from 'seckill-client';
 import { seckill as seckillModule } from 'seckill-client/node-redis';
 import { installSeckill as install2 } from 'seckill-client/ioredis';
+import { installSeckill as installSeckillGlide } from 'seckill-client/glide';
+import { GlideClient, GlideClusterClient, Batch, ClusterBatch } from '@valkey/valkey-glide';
 
 async function nodeRedis(): Promise<void> {
   const client = createClient({ RESP: 2, modules: { seckill } });
@@ -248,6 +250,28 @@ async function ioredis(): Promise<void> {
   console.log(io, ioFlat, ioWait, ioCart);
 }
 
+async function glide(): Promise<void> {
+  const client = installSeckill(await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: 6380 }] }));
+  const r: DeductResult = await client.seckill.deduct('sku:1', 'alice', 2, { requestId: 'order-1', hold: 900 });
+  const w: Durable<ConfirmOutcome> = await client.seckill.confirm('sku:1', 'order-1', { waitReplicas: 1 });
+  const i: ItemInfo | null = await client.seckill.info('sku:1');
+  const same: Durable<RefundResult> = await seckillOf(client).refund('sku:1', 'order-1', { waitReplicas: 1 });
+  const o: OrderResult = await client.seckill.order([['{c}:a', 1], ['{c}:b', 2]], 'alice', 'o-1');
+  for await (const rec of client.seckill.scanIterator('sku:1', { count: 100 })) console.log(rec.type);
+  const batch = installSeckillGlide(new Batch(false));
+  const chained: Batch = batch.seckill.deduct('sku:1', 'bob', 1).seckill.get('sku:1').set('k', 'v');
+  const results: unknown[] | null = await client.seckill.exec(batch, false);
+  // @ts-expect-error no wait in a batch
+  batch.seckill.confirm('sku:1', 'order-1', { waitReplicas: 1 });
+  const cluster = installSeckill(await GlideClusterClient.createClient({ addresses: [{ host: '127.0.0.1', port: 7000 }] }));
+  const part = new SplitItem(cluster, ['a', 'b']);
+  const placed: CartPlacement = await new CartSaga(cluster).place('cart-3', 'cy', [['{a}:x', 1]], 60);
+  await cluster.seckill.exec(installSeckill(new ClusterBatch(true)).seckill.get('{c}:a'));
+  // @ts-expect-error a GLIDE client without installSeckill has no seckill commands
+  new SplitItem(await GlideClient.createClient({ addresses: [] }), ['a']);
+  console.log(r, w, i, same, o, chained, results, part, placed);
+}
+
 function errors(err: unknown): void {
   const e = SeckillError.from(err);
   if (e instanceof UnavailableError && e.retryable) {
@@ -260,4 +284,4 @@ function errors(err: unknown): void {
   }
 }
 
-void nodeRedis; void ioredis; void errors;
+void nodeRedis; void ioredis; void glide; void errors;
