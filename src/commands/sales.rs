@@ -9,7 +9,7 @@ use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    check_stream_room, fence_repeat, master_decided, moment_of, vouch_whole, write_opened,
+    check_stream_room, fence_repeat, master_decided, moment_of, part_of, vouch_whole, write_opened,
     write_part, Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -369,32 +369,31 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         .iter()
         .map(|request_id| id(request_id, ERR_BAD_REQUEST))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
     // An item with variants keeps each hold in the variant that took it:
     // the ids go to their variants, a write to each (as the sweep releases
     // one variant's holds at a time). Ids no variant knows release nothing.
-    let groups: Vec<Vec<usize>> = {
-        let key = ItemKey::open_read(ctx, name);
-        let groups = match key.item()? {
-            Some(item) if item.has_variants() => {
-                let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-                for (place, request_id) in request_ids.iter().enumerate() {
-                    let Some(variant) = item.variant_of_request(request_id) else {
-                        continue;
-                    };
-                    match groups.iter_mut().find(|(other, _)| *other == variant) {
-                        Some((_, places)) => places.push(place),
-                        None => groups.push((variant, vec![place])),
-                    }
-                }
-                groups.into_iter().map(|(_, places)| places).collect()
+    let groups: Vec<Vec<usize>> = if item.has_variants() {
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (place, request_id) in request_ids.iter().enumerate() {
+            let Some(variant) = item.variant_of_request(request_id) else {
+                continue;
+            };
+            match groups.iter_mut().find(|(other, _)| *other == variant) {
+                Some((_, places)) => places.push(place),
+                None => groups.push((variant, vec![place])),
             }
-            _ => vec![(0..request_ids.len()).collect()],
-        };
-        if let (Some(item), true) = (key.item()?, groups.len() > 1) {
-            check_stream_room(ctx, name, item, groups.len(), request_ids.len())?;
         }
-        groups
+        groups.into_iter().map(|(_, places)| places).collect()
+    } else {
+        vec![(0..request_ids.len()).collect()]
     };
+    if groups.len() > 1 {
+        check_stream_room(ctx, name, item, groups.len(), request_ids.len())?;
+    }
     let whole_call = groups.len() == 1 && groups[0].len() == request_ids.len();
     let mut released = 0;
     for places in groups {
@@ -402,32 +401,34 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
             .iter()
             .map(|place| (request_ids[*place], &id_args[*place]))
             .collect();
-        match release_in_part(ctx, name, &ids, whole_call)? {
-            RedisValue::Integer(count) if count >= 0 => released += count,
-            reply => return Ok(reply),
+        let first = ids.first().map(|(request_id, _)| *request_id);
+        let part = part_of(item, Part::OfRequest(first.unwrap_or_default()))?;
+        if let RedisValue::Integer(count) = release_in_part(ctx, name, part, &ids, whole_call)? {
+            released += count;
         }
     }
+    vouch_whole(item);
     Ok(RedisValue::Integer(released))
 }
 
 /// Releases the pending holds of `ids` (each a request id and its
-/// argument), all of one part of the item at `name`. `whole_call` when
-/// they are every id of the call, which then replicates as sent if every
-/// one was released.
+/// argument) in `part`, the part of the item at `name` that recorded them.
+/// `whole_call` when they are every id of the call, which then replicates
+/// as sent if every one was released.
 fn release_in_part(
     ctx: &Context,
     name: &Arg,
+    part: &mut SaleItem,
     ids: &[(&[u8], &Arg)],
     whole_call: bool,
 ) -> RedisResult {
     let request_ids: Vec<&[u8]> = ids.iter().map(|(request_id, _)| *request_id).collect();
-    let first = request_ids.first().copied().unwrap_or_default();
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    write_part(
+    write_opened(
         ctx,
         name,
-        Part::OfRequest(first),
+        part,
         move |item, moment| {
             let rewrite_slot = rewrite_slot;
             let change = match item.judge_release(&request_ids, moment) {

@@ -49,7 +49,7 @@ from seckill import (
     WrongTypeError,
 )
 from seckill.errors import typed_error
-from test_contract import PROVOCABLE, command
+from test_contract import PROVOCABLE, command, provoke_with
 
 FAR_FUTURE_MS = 4102444800000
 KINDS = all_kinds()
@@ -190,30 +190,17 @@ def raw_client(kind: ClientKind, fresh: servers.Server) -> Iterator[Any]:
 def provoke_through(kind: ClientKind, fresh: servers.Server, client: Any, case: dict[str, Any], key: str) -> Any:
     """A contract case's trigger sent through the kind's client (the error it raised, returned);
     setup and cleanup through a plain one."""
-    with fresh.client() as setup:
-        for args in case.get("setup", []):
-            setup.execute_command(*command(args, key))
-        repeated = case.get("setup_repeated")
-        if repeated is not None:
-            pipe = setup.pipeline(transaction=False)
-            for n in range(repeated["times"]):
-                pipe.execute_command(*command(repeated["command"], key, n))
-            pipe.execute()
-        as_user = None
+
+    def send(trigger: list[str], user: dict[str, Any] | None) -> Any:
+        if user is None:
+            return kind.raw(client, trigger)
+        as_user = kind.standalone(fresh.port, user=(command([user["user"]], key)[0], user["password"]))
         try:
-            trigger = command(case["trigger"], key)
-            user = case.get("trigger_as")
-            if user is None:
-                return kind.raw(client, trigger)
-            as_user = kind.standalone(fresh.port, user=(command([user["user"]], key)[0], user["password"]))
             return kind.raw(as_user, trigger)
-        except Exception as error:
-            return error
         finally:
-            if as_user is not None:
-                kind.close(as_user)
-            for args in case.get("cleanup", []):
-                setup.execute_command(*command(args, key))
+            kind.close(as_user)
+
+    return provoke_with(fresh, case, key, send, Exception)
 
 
 @pytest.mark.parametrize("error", PROVOCABLE, ids=lambda error: error["name"])

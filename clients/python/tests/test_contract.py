@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,16 @@ def command(args: list[str], key: str, n: int | None = None) -> list[str]:
     return words if n is None else [word.replace("$N", str(n)) for word in words]
 
 
-def provoke(server: servers.Server, client: redis.Redis, case: dict[str, Any], key: str) -> Any:
-    """Setup, trigger (its reply, or the error it raised, returned), cleanup: the cleanup runs whatever
-    the trigger did, so the server stays fresh for the next case."""
+def provoke_with(
+    server: servers.Server,
+    case: dict[str, Any],
+    key: str,
+    send: Callable[[list[str], dict[str, Any] | None], Any],
+    errors: type[BaseException] | tuple[type[BaseException], ...],
+) -> Any:
+    """Setup, ``send(trigger, trigger_as)`` (its reply, or the error of ``errors`` it raised,
+    returned), cleanup: setup and cleanup go through a plain client of the server, and the cleanup
+    runs whatever the trigger did, so the server stays fresh for the next case."""
     with server.client() as setup:
         for args in case.get("setup", []):
             setup.execute_command(*command(args, key))
@@ -60,17 +67,26 @@ def provoke(server: servers.Server, client: redis.Redis, case: dict[str, Any], k
             for n in range(repeated["times"]):
                 pipe.execute_command(*command(repeated["command"], key, n))
             pipe.execute()
-        user = case.get("trigger_as")
         try:
-            if user is None:
-                return client.execute_command(*command(case["trigger"], key))
-            with server.client(username=command([user["user"]], key)[0], password=user["password"]) as as_user:
-                return as_user.execute_command(*command(case["trigger"], key))
-        except redis.exceptions.RedisError as error:
+            return send(command(case["trigger"], key), case.get("trigger_as"))
+        except errors as error:
             return error
         finally:
             for args in case.get("cleanup", []):
                 setup.execute_command(*command(args, key))
+
+
+def provoke(server: servers.Server, client: redis.Redis, case: dict[str, Any], key: str) -> Any:
+    """A contract case through ``client`` (or, for a ``trigger_as`` case, a connection of that
+    user): its reply, or the error it raised."""
+
+    def send(trigger: list[str], user: dict[str, Any] | None) -> Any:
+        if user is None:
+            return client.execute_command(*trigger)
+        with server.client(username=command([user["user"]], key)[0], password=user["password"]) as as_user:
+            return as_user.execute_command(*trigger)
+
+    return provoke_with(server, case, key, send, redis.exceptions.RedisError)
 
 
 def test_the_kinds_are_the_contracts() -> None:
