@@ -22,7 +22,13 @@ use crate::server::notify::{notify_keyspace_event, replicate, replicate_verbatim
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
+use smallvec::SmallVec;
 use std::ffi::CStr;
+
+/// One value per line of a write to several items: kept on the stack for
+/// orders of up to four lines, the bundles and carts a checkout sends, so
+/// that an order pays no allocation per step (on the heap beyond).
+pub type PerLine<T> = SmallVec<[T; 4]>;
 
 /// Lapsed holds a command releases besides those its change needs: none.
 /// A backlog of lapsed holds costs a call nothing (the item keeps running
@@ -225,12 +231,24 @@ pub fn write_opened<'a>(
 }
 
 /// What a judge makes of a write to several items.
-pub enum Judgements<'a> {
+pub enum Judgements {
     /// Reply this; nothing changes.
     Answer(RedisValue),
-    /// Apply these changes, one per item in order; None leaves that item
-    /// as it is.
-    Decide(Vec<Option<Decision<'a>>>),
+    /// Apply the changes the judge put in its decisions, one per item in
+    /// order; None (or none given) leaves that item as it is.
+    Decide,
+}
+
+/// A judge for [`write_items`], typed where it is written: a closure
+/// kept in a variable would not learn its argument types from the call.
+pub fn items_judge<'a, F>(judge: F) -> F
+where
+    F: FnOnce(
+        &[Option<Seen>],
+        &mut PerLine<Option<Decision<'a>>>,
+    ) -> Result<Judgements, RedisError>,
+{
+    judge
 }
 
 /// One item of a write to several, as its judge sees it: the item, and
@@ -256,13 +274,16 @@ pub fn write_items<'a>(
     ctx: &Context,
     names: &[&Arg],
     parts: &[Part],
-    judge: impl FnOnce(&[Option<Seen>]) -> Result<Judgements<'a>, RedisError>,
-) -> Result<Result<Vec<Option<i64>>, RedisValue>, RedisError> {
-    let mut keys: Vec<ItemKey> = names
+    judge: impl FnOnce(
+        &[Option<Seen>],
+        &mut PerLine<Option<Decision<'a>>>,
+    ) -> Result<Judgements, RedisError>,
+) -> Result<Result<PerLine<Option<i64>>, RedisValue>, RedisError> {
+    let mut keys: PerLine<ItemKey> = names
         .iter()
         .map(|name| ItemKey::open_read(ctx, name))
         .collect();
-    let mut wholes: Vec<Option<&mut SaleItem>> = keys
+    let mut wholes: PerLine<Option<&mut SaleItem>> = keys
         .iter_mut()
         .map(ItemKey::item_mut)
         .collect::<Result<_, _>>()?;
@@ -277,7 +298,7 @@ pub fn write_items<'a>(
             return Err(RedisError::Str(crate::errors::ERR_ORDER_REPEATED_KEY));
         }
     }
-    let variants: Vec<Option<usize>> = wholes
+    let variants: PerLine<Option<usize>> = wholes
         .iter()
         .zip(parts)
         .map(|(item, part)| {
@@ -285,8 +306,11 @@ pub fn write_items<'a>(
                 .map_or(Ok(None), |item| part_index(item, *part))
         })
         .collect::<Result<_, _>>()?;
-    let decisions = {
-        let seen: Vec<Option<Seen>> = wholes
+    // Filled in place by the judge: a decision is large, and an order's
+    // are never moved as a whole.
+    let mut decisions: PerLine<Option<Decision<'a>>> = SmallVec::new();
+    {
+        let seen: PerLine<Option<Seen>> = wholes
             .iter()
             .zip(&variants)
             .map(|(item, variant)| {
@@ -299,12 +323,12 @@ pub fn write_items<'a>(
                 })
             })
             .collect();
-        match judge(&seen)? {
-            Judgements::Answer(answer) => return Ok(Err(answer)),
-            Judgements::Decide(decisions) => decisions,
+        if let Judgements::Answer(answer) = judge(&seen, &mut decisions)? {
+            return Ok(Err(answer));
         }
-    };
-    let mut items: Vec<Option<&mut SaleItem>> = wholes
+    }
+    decisions.resize_with(names.len(), || None);
+    let mut items: PerLine<Option<&mut SaleItem>> = wholes
         .iter_mut()
         .zip(&variants)
         .map(|(item, variant)| {
@@ -318,7 +342,7 @@ pub fn write_items<'a>(
     // Every line's stream is checked before any is written: a refusal
     // after another line's entries were in would leave the stream changed
     // on this server alone.
-    let mut prepared = Vec::with_capacity(names.len());
+    let mut prepared: PerLine<_> = SmallVec::with_capacity(names.len());
     for ((name, item), decision) in names.iter().zip(&items).zip(&decisions) {
         prepared.push(match (item, decision) {
             (Some(item), Some(decision)) => {
@@ -328,7 +352,7 @@ pub fn write_items<'a>(
         });
     }
     // Room for every entry of the command in each stream, shared or not.
-    let streams: Vec<Option<(&[u8], usize)>> = prepared
+    let streams: PerLine<Option<(&[u8], usize)>> = prepared
         .iter()
         .map(|line| {
             let (stream, events) = line.as_ref()?.stream.as_ref()?;
@@ -355,7 +379,7 @@ pub fn write_items<'a>(
     }
     // Entries appended by the lines after each one, to the same stream:
     // its trim keeps them (see `OrderStream::publish`).
-    let later: Vec<usize> = streams
+    let later: PerLine<usize> = streams
         .iter()
         .enumerate()
         .map(|(place, stream)| {
@@ -388,7 +412,7 @@ pub fn write_items<'a>(
     let figures = names
         .iter()
         .zip(items.iter_mut())
-        .zip(decisions.into_iter().zip(prepared).zip(later))
+        .zip(decisions.drain(..).zip(prepared.drain(..)).zip(later))
         .map(
             |((name, item), ((decision, prepared), later))| match (item, decision, prepared) {
                 (Some(item), Some(decision), Some(mut prepared)) => {

@@ -5,7 +5,7 @@
 
 use crate::contenders::{
     floor_module, load_scripts, BASELINE, DECRBY, FLOOR, GET, HINCRBY, LUA_SECKILL, MODULE,
-    MODULE_HOLD, MODULE_ID,
+    MODULE_HOLD, MODULE_ID, MODULE_ORDER, MODULE_VARIANT,
 };
 use redis::Connection;
 use seckill_harness::{free_port, module_path, ok, server_binary};
@@ -179,6 +179,28 @@ fn measure_module(module: &str, baseline: bool) -> Vec<Count> {
         ],
     );
     ok::<i64>(&mut con, &["SECKILL.INIT", "none", "0"]);
+    let stock = "100000000000000";
+    let limit = "1000000000";
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "sizes",
+            "VARIANTS",
+            "3",
+            "s",
+            stock,
+            "m",
+            stock,
+            "l",
+            stock,
+            "LIMIT",
+            limit,
+        ],
+    );
+    for line in ["{order}:1", "{order}:2", "{order}:3"] {
+        ok::<i64>(&mut con, &["SECKILL.INIT", line, stock, "LIMIT", limit]);
+    }
     ok::<String>(&mut con, &["SET", "ref", "100000000000000"]);
     ok::<String>(&mut con, &["SET", "lua:stock", "100000000000000"]);
     // Every user has bought before, as on the wall-clock success path.
@@ -276,6 +298,41 @@ fn measure_module(module: &str, baseline: bool) -> Vec<Count> {
                         s("600"),
                     ],
                 )
+            })
+            .collect(),
+    );
+    record(
+        MODULE_VARIANT,
+        "success",
+        (0..CALLS)
+            .map(|n| {
+                let id = format!("size:{n}");
+                command(
+                    "SECKILL.DEDUCT",
+                    &[
+                        s("sizes"),
+                        s("user:bench"),
+                        s("1"),
+                        s("ID"),
+                        id,
+                        s("VARIANT"),
+                        s("m"),
+                    ],
+                )
+            })
+            .collect(),
+    );
+    record(
+        MODULE_ORDER,
+        "success",
+        (0..CALLS)
+            .map(|n| {
+                let mut args = vec![s("3")];
+                for line in ["{order}:1", "{order}:2", "{order}:3"] {
+                    args.extend([s(line), s("1")]);
+                }
+                args.extend([s("user:bench"), format!("order:{n}")]);
+                command("SECKILL.MDEDUCT", &args)
             })
             .collect(),
     );

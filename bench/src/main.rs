@@ -18,7 +18,9 @@ use contenders::{
 };
 use load::{closed_loop, median, redis_benchmark, Throughput};
 use redis::Connection;
-use report::{FlashSaleRow, Lapse, Measurement, Memory, PathReport, Report, LAPSE_PING_BOUND};
+use report::{
+    FlashSaleRow, Lapse, Measurement, Memory, PathReport, Report, Round, LAPSE_PING_BOUND,
+};
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{command_stat, ok, server_info, total_command_usec, Server};
 use std::collections::HashSet;
@@ -55,11 +57,11 @@ impl Plan {
         let scale = if quick { 10 } else { 1 };
         Plan {
             clients: 50,
-            plain_requests: 200_000 / scale,
-            pipelined_requests: 1_000_000 / scale,
+            plain_requests: 120_000 / scale,
+            pipelined_requests: 600_000 / scale,
             watch_calls: 20_000 / scale,
             keyspace: 100_000,
-            repeats: if quick { 1 } else { 3 },
+            repeats: if quick { 1 } else { 5 },
             pg_seconds: if quick { 2 } else { 5 },
             sale_stock: 1_000,
             sale_users: 100_000,
@@ -129,27 +131,30 @@ fn deduct_path(
     } else {
         ("success", 1_000_000_000_000_000, DECRBY)
     };
-    let mut rows = Vec::new();
-    for command in single_commands(con, &scripts, prefix, stock, plan.keyspace) {
+    let commands: Vec<_> = single_commands(con, &scripts, prefix, stock, plan.keyspace)
+        .into_iter()
         // A write's floors on the sold-out path, a read's on the success
         // path, tell nothing.
-        let floor_of_other_path = if sold_out {
-            command.name == DECRBY || command.name == HINCRBY
-        } else {
-            command.name == FLOOR
-        };
-        if floor_of_other_path {
-            continue;
-        }
-        let mut plain = Vec::new();
-        let mut pipelined = Vec::new();
-        let mut usec = Vec::new();
-        for round in 0..plan.repeats {
+        .filter(|command| {
+            if sold_out {
+                command.name != DECRBY && command.name != HINCRBY
+            } else {
+                command.name != FLOOR
+            }
+        })
+        .collect();
+    // Round by round, every contender once per round: on a shared machine
+    // whose speed drifts over minutes, two contenders a ratio compares are
+    // measured seconds apart, and each ratio is judged round by round.
+    let mut runs: Vec<(Vec<Throughput>, Vec<Throughput>, Vec<f64>)> =
+        commands.iter().map(|_| Default::default()).collect();
+    for round in 0..plan.repeats {
+        for (command, (plain, pipelined, usec)) in commands.iter().zip(&mut runs) {
             println!(
-                "  {:<28} round {}/{}: no pipeline, then -P 16",
-                command.name,
+                "  round {}/{}: {:<28} no pipeline, then -P 16",
                 round + 1,
-                plan.repeats
+                plan.repeats,
+                command.name,
             );
             ok::<String>(con, &["CONFIG", "RESETSTAT"]);
             plain.push(redis_benchmark(
@@ -170,13 +175,25 @@ fn deduct_path(
             ));
             usec.push(command_stat(con, command.stat, "usec_per_call").unwrap_or(f64::NAN));
         }
-        rows.push(Measurement {
+    }
+    let mut rows: Vec<Measurement> = commands
+        .iter()
+        .zip(runs)
+        .map(|(command, (plain, pipelined, usec))| Measurement {
             contender: command.name,
+            rounds: usec
+                .iter()
+                .zip(&pipelined)
+                .map(|(usec, pipelined)| Round {
+                    usec_per_call: *usec,
+                    pipelined_ops: pipelined.ops_per_sec,
+                })
+                .collect(),
             usec_per_call: Some(median(usec)),
             plain: Some(median_throughput(&plain)),
             pipelined: Some(median_throughput(&pipelined)),
-        });
-    }
+        })
+        .collect();
 
     println!(
         "  {WATCH:<28} {} calls from {} clients",
@@ -206,6 +223,7 @@ fn deduct_path(
         usec_per_call: Some(total_command_usec(con) / plan.watch_calls as f64),
         plain: Some(run.throughput()),
         pipelined: None,
+        rounds: Vec::new(),
     });
 
     if let Some(pg) = postgres {
@@ -230,6 +248,7 @@ fn deduct_path(
             usec_per_call: None,
             plain: Some(tps),
             pipelined: None,
+            rounds: Vec::new(),
         });
     }
     ok::<String>(con, &["FLUSHALL"]);

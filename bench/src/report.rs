@@ -19,6 +19,26 @@ pub struct Measurement {
     pub usec_per_call: Option<f64>,
     pub plain: Option<Throughput>,
     pub pipelined: Option<Throughput>,
+    /// Each round's figures, in round order. Every contender of a path runs
+    /// once per round, one after another, so that a ratio taken within a
+    /// round compares two contenders measured a few seconds apart.
+    pub rounds: Vec<Round>,
+}
+
+/// One contender's figures in one round.
+#[derive(Clone, Copy)]
+pub struct Round {
+    pub usec_per_call: f64,
+    pub pipelined_ops: f64,
+}
+
+/// A ratio between two contenders taken round by round: the median, and
+/// the lowest and highest of the rounds.
+#[derive(Clone, Copy)]
+pub struct RoundRatio {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
 }
 
 pub struct PathReport {
@@ -36,12 +56,40 @@ impl PathReport {
         self.row(self.reference)
     }
 
-    fn usec(&self, contender: &str) -> Option<f64> {
-        self.row(contender)?.usec_per_call
+    /// `contender` over `reference` in each round, by `figure`.
+    fn round_ratio(
+        &self,
+        contender: &str,
+        reference: &str,
+        figure: fn(&Round) -> f64,
+    ) -> Option<RoundRatio> {
+        let (rows, references) = (self.row(contender)?, self.row(reference)?);
+        let mut ratios: Vec<f64> = rows
+            .rounds
+            .iter()
+            .zip(&references.rounds)
+            .map(|(round, reference)| figure(round) / figure(reference))
+            .filter(|ratio| ratio.is_finite())
+            .collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        Some(RoundRatio {
+            median: crate::load::median(ratios.clone()),
+            low: ratios[0],
+            high: ratios[ratios.len() - 1],
+        })
     }
 
-    fn pipelined(&self, contender: &str) -> Option<f64> {
-        Some(self.row(contender)?.pipelined?.ops_per_sec)
+    /// Server µs/call of `contender` over `reference`, round by round.
+    fn usec_ratio(&self, contender: &str, reference: &str) -> Option<RoundRatio> {
+        self.round_ratio(contender, reference, |round| round.usec_per_call)
+    }
+
+    /// `-P 16` throughput of `contender` over `reference`, round by round.
+    fn pipelined_ratio(&self, contender: &str, reference: &str) -> Option<RoundRatio> {
+        self.round_ratio(contender, reference, |round| round.pipelined_ops)
     }
 }
 
@@ -422,6 +470,8 @@ struct Target {
     at_least: bool,
     /// How the value and bound read: "×" for a ratio, " ms", "%".
     unit: &'static str,
+    /// The lowest and highest round of a ratio taken round by round.
+    spread: Option<(f64, f64)>,
 }
 
 impl Target {
@@ -444,6 +494,13 @@ impl Report {
             bound,
             at_least,
             unit: "×",
+            spread: None,
+        };
+        // A ratio of two contenders of one path: the median of the rounds'.
+        let by_round = |what: &str, ratio: Option<RoundRatio>, bound, at_least| Target {
+            value: ratio.map(|ratio| ratio.median),
+            spread: ratio.map(|ratio| (ratio.low, ratio.high)),
+            ..target(what, None, bound, at_least)
         };
         let flash = |contender: &str| {
             self.flash
@@ -464,45 +521,45 @@ impl Report {
                 .map(|count| count.instructions)
         };
         let mut targets = vec![
-            target(
+            by_round(
                 "server µs/call, success path: DEDUCT / HINCRBY on a field per buyer",
-                ratio(a.usec(MODULE), a.usec(HINCRBY)),
+                a.usec_ratio(MODULE, HINCRBY),
                 1.1,
                 false,
             ),
-            target(
+            by_round(
                 "server µs/call, success path: DEDUCT / seckill.lua",
-                ratio(a.usec(MODULE), a.usec(LUA_SECKILL)),
+                a.usec_ratio(MODULE, LUA_SECKILL),
                 0.125,
                 false,
             ),
-            target(
+            by_round(
                 "server µs/call, sold-out path: DEDUCT / a module command that opens its key",
-                ratio(b.usec(MODULE), b.usec(FLOOR)),
+                b.usec_ratio(MODULE, FLOOR),
                 1.2,
                 false,
             ),
-            target(
+            by_round(
                 "server µs/call, hold path: DEDUCT ... HOLD / DEDUCT ... ID",
-                ratio(a.usec(MODULE_HOLD), a.usec(MODULE_ID)),
+                a.usec_ratio(MODULE_HOLD, MODULE_ID),
                 1.3,
                 false,
             ),
-            target(
+            by_round(
                 "server µs/call, a variant purchase: DEDUCT ... ID ... VARIANT / DEDUCT ... ID",
-                ratio(a.usec(MODULE_VARIANT), a.usec(MODULE_ID)),
+                a.usec_ratio(MODULE_VARIANT, MODULE_ID),
                 1.1,
                 false,
             ),
-            target(
+            by_round(
                 "server µs/call, an order of 3 items: MDEDUCT / DEDUCT ... ID",
-                ratio(a.usec(MODULE_ORDER), a.usec(MODULE_ID)),
+                a.usec_ratio(MODULE_ORDER, MODULE_ID),
                 3.0,
                 false,
             ),
-            target(
+            by_round(
                 "-P 16 throughput, hold path: DEDUCT ... HOLD / DEDUCT ... ID",
-                ratio(a.pipelined(MODULE_HOLD), a.pipelined(MODULE_ID)),
+                a.pipelined_ratio(MODULE_HOLD, MODULE_ID),
                 0.75,
                 true,
             ),
@@ -513,6 +570,24 @@ impl Report {
                     instructions(MODULE_ID, "success"),
                 ),
                 1.3,
+                false,
+            ),
+            target(
+                "same, in instructions (callgrind), a variant purchase: ... VARIANT / DEDUCT ... ID",
+                ratio(
+                    instructions(MODULE_VARIANT, "success"),
+                    instructions(MODULE_ID, "success"),
+                ),
+                1.1,
+                false,
+            ),
+            target(
+                "same, in instructions (callgrind), an order of 3 items: MDEDUCT / DEDUCT ... ID",
+                ratio(
+                    instructions(MODULE_ORDER, "success"),
+                    instructions(MODULE_ID, "success"),
+                ),
+                3.0,
                 false,
             ),
             target(
@@ -560,21 +635,21 @@ impl Report {
                 1.2,
                 false,
             ),
-            target(
+            by_round(
                 "-P 16 throughput, success path: DEDUCT / seckill.lua",
-                ratio(a.pipelined(MODULE), a.pipelined(LUA_SECKILL)),
+                a.pipelined_ratio(MODULE, LUA_SECKILL),
                 3.0,
                 true,
             ),
-            target(
+            by_round(
                 "-P 16 throughput, success path: DEDUCT / HINCRBY on a field per buyer",
-                ratio(a.pipelined(MODULE), a.pipelined(HINCRBY)),
+                a.pipelined_ratio(MODULE, HINCRBY),
                 0.9,
                 true,
             ),
-            target(
+            by_round(
                 "-P 16 throughput, sold-out path: DEDUCT / a module command that opens its key",
-                ratio(b.pipelined(MODULE), b.pipelined(FLOOR)),
+                b.pipelined_ratio(MODULE, FLOOR),
                 0.83,
                 true,
             ),
@@ -855,7 +930,11 @@ impl Report {
             out,
             "Machine: {} cores, shared by the server and the load generator. \
              redis-server {}{}. Load: {} clients; {} requests without pipelining and {} \
-             with `-P 16` per run (redis-benchmark), median of {} runs. Redis runs with \
+             with `-P 16` per run (redis-benchmark), median of {} rounds; in each round every \
+             contender of a path runs once, one after another, and a target comparing two \
+             of them is the median of its per-round ratios, with the lowest and highest \
+             round in brackets, so that a drift of the machine's speed over minutes \
+             moves both sides of a ratio alike. Redis runs with \
              persistence off. PostgreSQL runs with Debian's defaults; its rows marked \
              \"memory speed\" set `synchronous_commit=off`, so that commits do not wait \
              for the disk either.\n",
@@ -905,9 +984,13 @@ impl Report {
                 out,
                 "| {} | {} | {} {}{} | {} |",
                 target.what,
-                target
-                    .value
-                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.2}{}", target.unit)),
+                target.value.map_or_else(
+                    || "–".to_owned(),
+                    |v| match target.spread {
+                        Some((low, high)) => format!("{v:.2}{} ({low:.2}–{high:.2})", target.unit),
+                        None => format!("{v:.2}{}", target.unit),
+                    }
+                ),
                 if target.at_least { "≥" } else { "≤" },
                 target.bound,
                 if target.unit == "×" { "" } else { target.unit },

@@ -13,8 +13,11 @@ use super::*;
 use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Confirmation, Deduction, Order, Quota, Verdict};
 use crate::server::notify::{replicate, replicate_verbatim};
+use crate::server::reply;
 use crate::stats;
-use crate::write::{fence_repeat, write_items, Judgements, Part, Seen, NO_SUCH_ITEM};
+use crate::write::{
+    fence_repeat, items_judge, write_items, Judgements, Part, PerLine, Seen, NO_SUCH_ITEM,
+};
 use redis_module::{RedisResult, RedisValue};
 use std::cell::Cell;
 
@@ -23,9 +26,10 @@ use std::cell::Cell;
 pub const MAX_ORDER_LINES: usize = 64;
 
 /// What one line of an order came to, once judged.
-enum Line<'a> {
+#[derive(Clone, Copy)]
+enum Line {
     /// To be changed as decided.
-    Taken(Decision<'a>),
+    Taken,
     /// The request id is on this item already: its recorded reply (a
     /// replay), or a code saying why it stands as it does.
     Known(i64),
@@ -33,12 +37,12 @@ enum Line<'a> {
     Refused(i64),
 }
 
-impl Line<'_> {
+impl Line {
     /// The line in a reply that changed nothing: its code, or nil for a
     /// line that would have been taken.
     fn answered(&self) -> RedisValue {
         match self {
-            Line::Taken(_) => RedisValue::Null,
+            Line::Taken => RedisValue::Null,
             Line::Known(code) | Line::Refused(code) => RedisValue::Integer(*code),
         }
     }
@@ -104,13 +108,13 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [user_arg, request_arg, options @ ..] = rest else {
         return Err(RedisError::Str(ERR_SYNTAX));
     };
-    let names: Vec<&Arg> = lines.iter().step_by(2).collect();
+    let names: PerLine<&Arg> = lines.iter().step_by(2).collect();
     let quantities = lines
         .iter()
         .skip(1)
         .step_by(2)
         .map(positive)
-        .collect::<Result<Vec<i64>, _>>()?;
+        .collect::<Result<PerLine<i64>, _>>()?;
     let user = id(user_arg, ERR_BAD_USER)?;
     let request_id = id(request_arg, ERR_BAD_REQUEST)?;
     let (now, mut moment) = order_moment(ctx);
@@ -118,7 +122,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let mut relative_hold = false;
     let mut with_deadline = false;
     // The variant each line buys, for lines of items with variants.
-    let mut variants: Vec<Option<&Arg>> = vec![None; names.len()];
+    let mut variants: PerLine<Option<&Arg>> = smallvec::smallvec![None; names.len()];
     let mut options = options.iter();
     while let Some(option) = options.next() {
         if option.is_keyword("WITHDEADLINE") && !with_deadline {
@@ -160,7 +164,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
     }
     distinct(&names)?;
-    let parts: Vec<Part> = variants
+    let parts: PerLine<Part> = variants
         .iter()
         .map(|variant| Part::Variant(variant.map(Arg::as_bytes)))
         .collect();
@@ -169,7 +173,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     // True when replicas and the AOF judge the order as sent alike (see
     // below); else it goes with its deadline and moment made absolute.
     let as_sent = Cell::new(true);
-    let judge = |items: &[Option<Seen>]| {
+    let judge = items_judge(|items, decisions| {
         // A replica judges what its master sends without a clock: the
         // order goes as it came when no relative deadline was read here
         // and no item has a hold lapsing at this moment (which the reply
@@ -187,10 +191,11 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             None => moment.lapses_at(),
         };
         as_sent.set(sent_at.is_none() || moment.now().is_none());
-        let mut judged = Vec::with_capacity(items.len());
+        let mut judged = PerLine::with_capacity(items.len());
         for (seen, qty) in items.iter().zip(&quantities) {
             let Some(seen) = seen else {
                 judged.push(Line::Refused(NO_SUCH_ITEM));
+                decisions.push(None);
                 continue;
             };
             let item = seen.part;
@@ -207,19 +212,24 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 request_id: Some(request_id),
                 hold_until,
             };
-            judged.push(match item.judge_deduct_within(order, moment, quota)? {
-                Verdict::Change(mut change) => {
-                    if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
-                        purchase.replicated_moment = Some(at);
-                    }
-                    Line::Taken(Decision {
-                        change,
-                        // Replicated once for the whole order, below.
-                        effect: Effect::Nothing,
-                        event: Some(c"seckill.deduct"),
-                        moment,
-                    })
+            let verdict = item.judge_deduct_within(order, moment, quota)?;
+            if let Verdict::Change(mut change) = verdict {
+                if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
+                    purchase.replicated_moment = Some(at);
                 }
+                judged.push(Line::Taken);
+                decisions.push(Some(Decision {
+                    change,
+                    // Replicated once for the whole order, below.
+                    effect: Effect::Nothing,
+                    event: Some(c"seckill.deduct"),
+                    moment,
+                }));
+                continue;
+            }
+            decisions.push(None);
+            judged.push(match verdict {
+                Verdict::Change(_) => unreachable!("taken above"),
                 Verdict::Answer(Deduction::Replayed { remaining }) => {
                     if deadline.get().is_none() {
                         deadline.set(item.pending_deadline(request_id, moment));
@@ -232,7 +242,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
         let known = judged.iter().any(|line| matches!(line, Line::Known(_)));
         let new = judged.iter().any(|line| match line {
-            Line::Taken(_) => true,
+            Line::Taken => true,
             Line::Refused(code) => *code != NO_SUCH_ITEM,
             Line::Known(_) => false,
         });
@@ -242,17 +252,9 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             // a retry it got what it did not ask for.
             return Err(RedisError::Str(ERR_ORDER_MISMATCH));
         }
-        if judged.iter().all(|line| matches!(line, Line::Taken(_))) {
+        if judged.iter().all(|line| matches!(line, Line::Taken)) {
             deadline.set(hold_until);
-            return Ok(Judgements::Decide(
-                judged
-                    .into_iter()
-                    .map(|line| match line {
-                        Line::Taken(decision) => Some(decision),
-                        Line::Known(_) | Line::Refused(_) => None,
-                    })
-                    .collect(),
-            ));
+            return Ok(Judgements::Decide);
         }
         if known {
             fence_repeat(ctx);
@@ -265,7 +267,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         Ok(Judgements::Answer(RedisValue::Array(
             judged.iter().map(Line::answered).collect(),
         )))
-    };
+    });
     let reply = match write_items(ctx, &names, &parts, judge)? {
         Ok(figures) => {
             // Every line applied and published: the order goes to replicas
@@ -291,7 +293,22 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 rewrite.option(&rewrite::AT, now);
                 replicate(ctx, rewrite.command(), rewrite.args());
             }
-            integers(figures.into_iter().map(Option::unwrap_or_default))
+            // Written in place: an order's reply is on a checkout's hot
+            // path, and a RedisValue array of it is an allocation more.
+            if with_deadline {
+                reply::array(ctx, 2);
+            }
+            reply::array(ctx, figures.len());
+            for figure in figures {
+                reply::integer(ctx, figure.unwrap_or_default());
+            }
+            if with_deadline {
+                match deadline.get() {
+                    Some(unix_ms) => reply::integer(ctx, unix_ms),
+                    None => reply::null(ctx),
+                }
+            }
+            return Ok(RedisValue::NoReply);
         }
         Err(answer) => answer,
     };
@@ -305,7 +322,7 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
 /// The keys and options of MCONFIRM and MREFUND: `numkeys key [key ...]
 /// request_id [DETAIL]`.
 struct WholeOrder<'a, 'b> {
-    names: Vec<&'b Arg<'a>>,
+    names: PerLine<&'b Arg<'a>>,
     request_arg: &'b Arg<'a>,
     request_id: &'b [u8],
     detail: bool,
@@ -322,7 +339,7 @@ impl<'a, 'b> WholeOrder<'a, 'b> {
         };
         let request_id = id(request_arg, ERR_BAD_REQUEST)?;
         let detail = detail_flag(flags)?;
-        let names: Vec<&Arg> = keys.iter().collect();
+        let names: PerLine<&Arg> = keys.iter().collect();
         distinct(&names)?;
         Ok(WholeOrder {
             names,
@@ -334,13 +351,13 @@ impl<'a, 'b> WholeOrder<'a, 'b> {
 
     /// The part of each item the order is on: the variant that recorded
     /// its request id, for an item with variants.
-    fn parts(&self) -> Vec<Part<'_>> {
-        vec![Part::OfRequest(self.request_id); self.names.len()]
+    fn parts(&self) -> PerLine<Part<'_>> {
+        smallvec::smallvec![Part::OfRequest(self.request_id); self.names.len()]
     }
 
     /// What replicas and the AOF receive for each line: `command key
     /// request_id`.
-    fn rewrites(&self, command: &'static CStr) -> Vec<Rewrite<'_>> {
+    fn rewrites(&self, command: &'static CStr) -> PerLine<Rewrite<'_>> {
         self.names
             .iter()
             .map(|name| {
@@ -358,21 +375,28 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
     let order = WholeOrder::parse(args)?;
     let (_, moment) = order_moment(ctx);
     let rewrites = order.rewrites(c"SECKILL.CONFIRM");
-    let judge = |items: &[Option<Seen>]| {
-        let judged: Vec<Line> = items
+    let judge = items_judge(|items, decisions| {
+        let judged: PerLine<Line> = items
             .iter()
             .zip(&rewrites)
             .map(|(seen, rewrite)| {
                 let Some(Seen { part: item, .. }) = seen else {
+                    decisions.push(None);
                     return Line::Refused(NO_SUCH_ITEM);
                 };
-                match item.judge_confirm(order.request_id, moment) {
-                    Verdict::Change(change) => Line::Taken(Decision {
+                let verdict = item.judge_confirm(order.request_id, moment);
+                if let Verdict::Change(change) = verdict {
+                    decisions.push(Some(Decision {
                         change,
                         effect: Effect::Rewritten(rewrite),
                         event: Some(c"seckill.confirm"),
                         moment,
-                    }),
+                    }));
+                    return Line::Taken;
+                }
+                decisions.push(None);
+                match verdict {
+                    Verdict::Change(_) => unreachable!("taken above"),
                     Verdict::Answer(Confirmation::AlreadyConfirmed) => Line::Known(0),
                     Verdict::Answer(_) if order.detail => {
                         Line::Refused(why_not(item, order.request_id, moment, CANCELLED))
@@ -382,7 +406,7 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
             })
             .collect();
         let refused = judged.iter().any(|line| matches!(line, Line::Refused(_)));
-        if refused || !judged.iter().any(|line| matches!(line, Line::Taken(_))) {
+        if refused || !judged.iter().any(|line| matches!(line, Line::Taken)) {
             // A repeat, or a refusal: nothing changes, and a `WAIT` after
             // it still covers the confirmations made before.
             fence_repeat(ctx);
@@ -390,23 +414,15 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                 judged.iter().map(Line::answered).collect(),
             )));
         }
-        Ok(Judgements::Decide(
-            judged
-                .into_iter()
-                .map(|line| match line {
-                    Line::Taken(decision) => Some(decision),
-                    Line::Known(_) | Line::Refused(_) => None,
-                })
-                .collect(),
-        ))
+        Ok(Judgements::Decide)
+    });
+    let parts = order.parts();
+    let reply = match write_items(ctx, &order.names, &parts, judge)? {
+        // 1 confirmed now, 0 final already.
+        Ok(figures) => integers(figures.iter().map(|figure| i64::from(figure.is_some()))),
+        Err(answer) => answer,
     };
-    Ok(
-        match write_items(ctx, &order.names, &order.parts(), judge)? {
-            // 1 confirmed now, 0 final already.
-            Ok(figures) => integers(figures.iter().map(|figure| i64::from(figure.is_some()))),
-            Err(answer) => answer,
-        },
-    )
+    Ok(reply)
 }
 
 /// SECKILL.MREFUND numkeys key [key ...] request_id [DETAIL]: gives back
@@ -416,9 +432,8 @@ pub fn mrefund(ctx: &Context, args: &[Arg]) -> RedisResult {
     let (_, moment) = order_moment(ctx);
     let rewrites = order.rewrites(c"SECKILL.REFUND");
     // The code of each line that gives nothing back.
-    let mut codes = vec![0; order.names.len()];
-    let judge = |items: &[Option<Seen>]| {
-        let mut decisions = Vec::with_capacity(items.len());
+    let mut codes: PerLine<i64> = smallvec::smallvec![0; order.names.len()];
+    let judge = items_judge(|items, decisions| {
         for ((seen, rewrite), code) in items.iter().zip(&rewrites).zip(codes.iter_mut()) {
             let Some(Seen { part: item, .. }) = seen else {
                 *code = NO_SUCH_ITEM;
@@ -444,9 +459,10 @@ pub fn mrefund(ctx: &Context, args: &[Arg]) -> RedisResult {
         if decisions.iter().all(Option::is_none) {
             fence_repeat(ctx);
         }
-        Ok(Judgements::Decide(decisions))
-    };
-    let figures = match write_items(ctx, &order.names, &order.parts(), judge)? {
+        Ok(Judgements::Decide)
+    });
+    let parts = order.parts();
+    let figures = match write_items(ctx, &order.names, &parts, judge)? {
         Ok(figures) => figures,
         Err(answer) => return Ok(answer),
     };
