@@ -279,14 +279,16 @@ pub fn write_items<'a>(
         &mut PerLine<Option<Decision<'a>>>,
     ) -> Result<Judgements, RedisError>,
 ) -> Result<Result<PerLine<Option<i64>>, RedisValue>, RedisError> {
-    let mut keys: PerLine<ItemKey> = names
-        .iter()
-        .map(|name| ItemKey::open_read(ctx, name))
-        .collect();
-    let mut wholes: PerLine<Option<&mut SaleItem>> = keys
-        .iter_mut()
-        .map(ItemKey::item_mut)
-        .collect::<Result<_, _>>()?;
+    // Built by pushes, not collected: a collected small vector is returned
+    // by value, a copy of its whole inline buffer, on an order's hot path.
+    let mut keys: PerLine<ItemKey> = SmallVec::new();
+    for name in names {
+        keys.push(ItemKey::open_read(ctx, name));
+    }
+    let mut wholes: PerLine<Option<&mut SaleItem>> = SmallVec::new();
+    for key in keys.iter_mut() {
+        wholes.push(key.item_mut()?);
+    }
     // One item under two names would be changed through two borrows.
     for (place, item) in wholes.iter().enumerate() {
         let Some(item) = item else { continue };
@@ -298,51 +300,45 @@ pub fn write_items<'a>(
             return Err(RedisError::Str(crate::errors::ERR_ORDER_REPEATED_KEY));
         }
     }
-    let variants: PerLine<Option<usize>> = wholes
-        .iter()
-        .zip(parts)
-        .map(|(item, part)| {
-            item.as_deref()
-                .map_or(Ok(None), |item| part_index(item, *part))
-        })
-        .collect::<Result<_, _>>()?;
+    let mut variants: PerLine<Option<usize>> = SmallVec::new();
+    for (item, part) in wholes.iter().zip(parts) {
+        variants.push(match item.as_deref() {
+            Some(item) => part_index(item, *part)?,
+            None => None,
+        });
+    }
     // Filled in place by the judge: a decision is large, and an order's
     // are never moved as a whole.
     let mut decisions: PerLine<Option<Decision<'a>>> = SmallVec::new();
     {
-        let seen: PerLine<Option<Seen>> = wholes
-            .iter()
-            .zip(&variants)
-            .map(|(item, variant)| {
-                let whole = item.as_deref()?;
-                let part = variant.and_then(|index| whole.variant(index));
-                Some(Seen {
+        let mut seen: PerLine<Option<Seen>> = SmallVec::new();
+        for (item, variant) in wholes.iter().zip(&variants) {
+            seen.push(item.as_deref().map(|whole| {
+                Seen {
                     whole,
-                    part: part.unwrap_or(whole),
+                    part: variant
+                        .and_then(|index| whole.variant(index))
+                        .unwrap_or(whole),
                     variant: *variant,
-                })
-            })
-            .collect();
+                }
+            }));
+        }
         if let Judgements::Answer(answer) = judge(&seen, &mut decisions)? {
             return Ok(Err(answer));
         }
     }
     decisions.resize_with(names.len(), || None);
-    let mut items: PerLine<Option<&mut SaleItem>> = wholes
-        .iter_mut()
-        .zip(&variants)
-        .map(|(item, variant)| {
-            let whole = item.as_deref_mut()?;
-            match variant {
-                Some(index) => whole.variant_mut(*index),
-                None => Some(whole),
-            }
-        })
-        .collect();
+    let mut items: PerLine<Option<&mut SaleItem>> = SmallVec::new();
+    for (item, variant) in wholes.iter_mut().zip(&variants) {
+        items.push(item.as_deref_mut().and_then(|whole| match variant {
+            Some(index) => whole.variant_mut(*index),
+            None => Some(whole),
+        }));
+    }
     // Every line's stream is checked before any is written: a refusal
     // after another line's entries were in would leave the stream changed
     // on this server alone.
-    let mut prepared: PerLine<_> = SmallVec::with_capacity(names.len());
+    let mut prepared: PerLine<Option<Prepared>> = SmallVec::new();
     for ((name, item), decision) in names.iter().zip(&items).zip(&decisions) {
         prepared.push(match (item, decision) {
             (Some(item), Some(decision)) => {
@@ -351,49 +347,9 @@ pub fn write_items<'a>(
             _ => None,
         });
     }
-    // Room for every entry of the command in each stream, shared or not.
-    let streams: PerLine<Option<(&[u8], usize)>> = prepared
-        .iter()
-        .map(|line| {
-            let (stream, events) = line.as_ref()?.stream.as_ref()?;
-            Some((stream.name(), *events))
-        })
-        .collect();
-    for (place, line) in prepared.iter().enumerate() {
-        let Some((stream, _)) = line.as_ref().and_then(|line| line.stream.as_ref()) else {
-            continue;
-        };
-        let earlier = streams[..place]
-            .iter()
-            .flatten()
-            .any(|(other, _)| *other == stream.name());
-        if !earlier {
-            let entries = streams[place..]
-                .iter()
-                .flatten()
-                .filter(|(other, _)| *other == stream.name())
-                .map(|(_, events)| events)
-                .sum();
-            stream.check_room(ctx, entries)?;
-        }
+    if prepared.iter().flatten().any(|line| line.stream.is_some()) {
+        check_streams_room(ctx, &mut prepared)?;
     }
-    // Entries appended by the lines after each one, to the same stream:
-    // its trim keeps them (see `OrderStream::publish`).
-    let later: PerLine<usize> = streams
-        .iter()
-        .enumerate()
-        .map(|(place, stream)| {
-            stream.map_or(0, |(name, _)| {
-                streams[place + 1..]
-                    .iter()
-                    .flatten()
-                    .filter(|(other, _)| *other == name)
-                    .map(|(_, events)| events)
-                    .sum()
-            })
-        })
-        .collect();
-    drop(streams);
     for (((name, item), decision), line) in names
         .iter()
         .zip(&items)
@@ -409,25 +365,78 @@ pub fn write_items<'a>(
             }
         }
     }
-    let figures = names
+    let mut figures: PerLine<Option<i64>> = SmallVec::new();
+    for (((name, item), decision), prepared) in names
         .iter()
         .zip(items.iter_mut())
-        .zip(decisions.drain(..).zip(prepared.drain(..)).zip(later))
-        .map(
-            |((name, item), ((decision, prepared), later))| match (item, decision, prepared) {
-                (Some(item), Some(decision), Some(mut prepared)) => {
-                    prepared.later = later;
-                    Some(finish(ctx, name, item, decision, prepared))
-                }
-                _ => None,
-            },
-        )
-        .collect();
+        .zip(decisions.drain(..))
+        .zip(prepared.drain(..))
+    {
+        figures.push(match (item, decision, prepared) {
+            (Some(item), Some(decision), Some(prepared)) => {
+                Some(finish(ctx, name, item, decision, prepared))
+            }
+            _ => None,
+        });
+    }
     drop(items);
     for whole in wholes.iter_mut().flatten() {
         vouch_whole(whole);
     }
     Ok(Ok(figures))
+}
+
+/// Checks that each order stream the lines of one command write to has
+/// room for all their entries, shared or not, and tells each line how many
+/// entries the lines after it append to its stream: the stream's trim
+/// keeps them (see `OrderStream::publish`).
+fn check_streams_room(ctx: &Context, prepared: &mut [Option<Prepared>]) -> Result<(), RedisError> {
+    let later: PerLine<usize> = {
+        let mut streams: PerLine<Option<(&[u8], usize)>> = SmallVec::new();
+        for line in prepared.iter() {
+            streams.push(
+                line.as_ref()
+                    .and_then(|line| line.stream.as_ref())
+                    .map(|(stream, events)| (stream.name(), *events)),
+            );
+        }
+        for (place, line) in prepared.iter().enumerate() {
+            let Some((stream, _)) = line.as_ref().and_then(|line| line.stream.as_ref()) else {
+                continue;
+            };
+            let earlier = streams[..place]
+                .iter()
+                .flatten()
+                .any(|(other, _)| *other == stream.name());
+            if !earlier {
+                let entries = streams[place..]
+                    .iter()
+                    .flatten()
+                    .filter(|(other, _)| *other == stream.name())
+                    .map(|(_, events)| events)
+                    .sum();
+                stream.check_room(ctx, entries)?;
+            }
+        }
+        let mut later = SmallVec::new();
+        for (place, stream) in streams.iter().enumerate() {
+            later.push(stream.map_or(0, |(name, _)| {
+                streams[place + 1..]
+                    .iter()
+                    .flatten()
+                    .filter(|(other, _)| *other == name)
+                    .map(|(_, events)| events)
+                    .sum()
+            }));
+        }
+        later
+    };
+    for (line, later) in prepared.iter_mut().zip(later) {
+        if let Some(line) = line {
+            line.later = later;
+        }
+    }
+    Ok(())
 }
 
 /// Settles, records the events of, applies and publishes `decision`.
