@@ -404,12 +404,18 @@ fn longest_logged(con: &mut Connection) -> (f64, usize) {
 /// `cpus` (a `taskset` list); false if that could not be done. Its
 /// background threads (lazy free, the allocator's purging) stay free to
 /// run on the other core.
-fn pin(pid: &str, cpus: &str) -> bool {
+pub(crate) fn pin(pid: &str, cpus: &str) -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
         && std::process::Command::new("taskset")
             .args(["-p", "-c", cpus, pid])
             .output()
             .is_ok_and(|output| output.status.success())
+}
+
+/// Lets the main thread of process `pid` run on every CPU again.
+pub(crate) fn unpin(pid: &str) {
+    let all = std::thread::available_parallelism().map_or(2, |n| n.get());
+    pin(pid, &format!("0-{}", all - 1));
 }
 
 /// Section (e): one item growing to `calls` buyers under `-P 16` load,
@@ -452,8 +458,7 @@ pub fn growth(server: &Server, con: &mut Connection, clients: usize, calls: usiz
         run(con, &["HSET", "grow", "user:__rand_int__", "1"]);
     ok::<String>(con, &["FLUSHALL", "ASYNC"]);
     if pinned {
-        let all = std::thread::available_parallelism().map_or(2, |n| n.get());
-        pin(&pid, &format!("0-{}", all - 1));
+        unpin(&pid);
     }
     println!(
         "    longest call: seckill {seckill_longest_ms:.2} ms ({seckill_over_1ms} over 1 ms), HSET {native_longest_ms:.2} ms ({native_over_1ms} over 1 ms)"

@@ -14,9 +14,10 @@ mod split;
 use contenders::Scripts;
 use contenders::{
     load_scripts, single_commands, watch_deduct, DECRBY, FLOOR, FUNCTION, GET, HINCRBY,
-    LUA_SECKILL, LUA_STOCK_SERVICE, MODULE, POSTGRES, POSTGRES_DURABLE, WATCH,
+    LUA_SECKILL, LUA_STOCK_SERVICE, MODULE, MODULE_HOLD, MODULE_ID, MODULE_ORDER, MODULE_VARIANT,
+    POSTGRES, POSTGRES_DURABLE, WATCH,
 };
-use load::{closed_loop, median, redis_benchmark, Throughput};
+use load::{closed_loop, median, redis_benchmark_on, Throughput};
 use redis::Connection;
 use report::{
     FlashSaleRow, Lapse, Measurement, Memory, PathReport, Report, Round, LAPSE_PING_BOUND,
@@ -49,6 +50,10 @@ struct Plan {
     /// Lapsed holds of one item in section (k), the first with none.
     backlogs: Vec<usize>,
     backlog_calls: usize,
+    /// Bursts of each contender a target compares with its reference, in
+    /// turns (see `alternate`), and the `-P 16` requests of one.
+    bursts: usize,
+    burst_requests: usize,
 }
 
 impl Plan {
@@ -75,6 +80,8 @@ impl Plan {
             drain_entries: 100_000 / scale,
             backlogs: vec![0, 200_000 / scale, 600_000 / scale],
             backlog_calls: 20_000,
+            bursts: if quick { 3 } else { 21 },
+            burst_requests: 100_000 / scale,
         }
     }
 }
@@ -143,6 +150,13 @@ fn deduct_path(
             }
         })
         .collect();
+    // The server's main thread on CPU 0 and the load on CPU 1: sharing
+    // both, the load generator preempts a call now and then, and one
+    // preemption of a few milliseconds in ten thousand calls moves a mean
+    // of a microsecond by a third.
+    let pid = server_info(con, "server", "process_id").unwrap_or_default();
+    let pinned = big_items::pin(&pid, "0");
+    let load_cpu = pinned.then_some(1);
     // Round by round, every contender once per round: on a shared machine
     // whose speed drifts over minutes, two contenders a ratio compares are
     // measured seconds apart, and each ratio is judged round by round.
@@ -150,14 +164,9 @@ fn deduct_path(
         commands.iter().map(|_| Default::default()).collect();
     for round in 0..plan.repeats {
         for (command, (plain, pipelined, usec)) in commands.iter().zip(&mut runs) {
-            println!(
-                "  round {}/{}: {:<28} no pipeline, then -P 16",
-                round + 1,
-                plan.repeats,
-                command.name,
-            );
             ok::<String>(con, &["CONFIG", "RESETSTAT"]);
-            plain.push(redis_benchmark(
+            plain.push(redis_benchmark_on(
+                load_cpu,
                 server.port,
                 plan.clients,
                 plan.plain_requests,
@@ -165,7 +174,8 @@ fn deduct_path(
                 command.keyspace,
                 &command.args,
             ));
-            pipelined.push(redis_benchmark(
+            pipelined.push(redis_benchmark_on(
+                load_cpu,
                 server.port,
                 plan.clients,
                 plan.pipelined_requests,
@@ -174,7 +184,43 @@ fn deduct_path(
                 &command.args,
             ));
             usec.push(command_stat(con, command.stat, "usec_per_call").unwrap_or(f64::NAN));
+            println!(
+                "  round {}/{}: {:<48} {:>6.3} µs/call, {:>8.0} ops/s at -P 16",
+                round + 1,
+                plan.repeats,
+                command.name,
+                usec.last().copied().unwrap_or(f64::NAN),
+                pipelined.last().map_or(f64::NAN, |run| run.ops_per_sec),
+            );
         }
+    }
+    let pairs = target_pairs(sold_out)
+        .iter()
+        .filter_map(|(contender, reference)| {
+            let find = |name: &str| commands.iter().find(|command| command.name == name);
+            let pair = alternate(
+                server,
+                con,
+                plan,
+                load_cpu,
+                find(contender)?,
+                find(reference)?,
+            );
+            println!(
+                "  {} / {}: {:.2}x µs/call ({:.2}-{:.2}), {:.2}x ops/s at -P 16, {} bursts each",
+                pair.contender,
+                pair.reference,
+                pair.usec.median,
+                pair.usec.low,
+                pair.usec.high,
+                pair.pipelined.median,
+                plan.bursts,
+            );
+            Some(pair)
+        })
+        .collect();
+    if pinned {
+        big_items::unpin(&pid);
     }
     let mut rows: Vec<Measurement> = commands
         .iter()
@@ -252,7 +298,82 @@ fn deduct_path(
         });
     }
     ok::<String>(con, &["FLUSHALL"]);
-    PathReport { reference, rows }
+    PathReport {
+        reference,
+        rows,
+        pairs,
+    }
+}
+
+/// The contenders each target of a path compares, contender first.
+fn target_pairs(sold_out: bool) -> &'static [(&'static str, &'static str)] {
+    if sold_out {
+        &[(MODULE, FLOOR)]
+    } else {
+        &[
+            (MODULE, HINCRBY),
+            (MODULE, LUA_SECKILL),
+            (MODULE_HOLD, MODULE_ID),
+            (MODULE_VARIANT, MODULE_ID),
+            (MODULE_ORDER, MODULE_ID),
+        ]
+    }
+}
+
+/// One short burst of `command` at `-P 16`: its server µs/call and its
+/// throughput.
+fn burst(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    load_cpu: Option<usize>,
+    command: &contenders::Command,
+) -> (f64, f64) {
+    ok::<String>(con, &["CONFIG", "RESETSTAT"]);
+    let run = redis_benchmark_on(
+        load_cpu,
+        server.port,
+        plan.clients,
+        plan.burst_requests,
+        16,
+        command.keyspace,
+        &command.args,
+    );
+    let usec = command_stat(con, command.stat, "usec_per_call").unwrap_or(f64::NAN);
+    (usec, run.ops_per_sec)
+}
+
+/// `contender` against `reference` in alternating bursts, the reference
+/// first and last (see [`report::Pair`]).
+fn alternate(
+    server: &Server,
+    con: &mut Connection,
+    plan: &Plan,
+    load_cpu: Option<usize>,
+    contender: &contenders::Command,
+    reference: &contenders::Command,
+) -> report::Pair {
+    let mut before = burst(server, con, plan, load_cpu, reference);
+    let mut usec = Vec::with_capacity(plan.bursts);
+    let mut pipelined = Vec::with_capacity(plan.bursts);
+    for _ in 0..plan.bursts {
+        let (contender_usec, contender_ops) = burst(server, con, plan, load_cpu, contender);
+        let after = burst(server, con, plan, load_cpu, reference);
+        usec.push(contender_usec / ((before.0 + after.0) / 2.0));
+        pipelined.push(contender_ops / ((before.1 + after.1) / 2.0));
+        before = after;
+    }
+    let nothing = report::RoundRatio {
+        median: f64::NAN,
+        low: f64::NAN,
+        high: f64::NAN,
+    };
+    report::Pair {
+        contender: contender.name,
+        reference: reference.name,
+        usec: report::RoundRatio::of(usec).unwrap_or(nothing),
+        pipelined: report::RoundRatio::of(pipelined).unwrap_or(nothing),
+    }
 }
 
 /// Who clicks in the flash sale: every user once, and some twice, shuffled.
@@ -812,15 +933,26 @@ fn lapse(server: &Server, con: &mut Connection, plan: &Plan) -> Lapse {
 /// `SECKILL_BENCH_ONLY=instructions` section (g) and
 /// `SECKILL_BENCH_ONLY=drain` section (h), `SECKILL_BENCH_ONLY=big`
 /// sections (e) and (i), `SECKILL_BENCH_ONLY=split` section (j) and
-/// `SECKILL_BENCH_ONLY=backlog` section (k), and
-/// prints their figures instead
+/// `SECKILL_BENCH_ONLY=backlog` section (k), `SECKILL_BENCH_ONLY=paths`
+/// sections (a) and (b) without WATCH and PostgreSQL, and prints their
+/// figures instead
 /// of rewriting BENCHMARKS.md and the chart. No other section can run
 /// alone; any other value is refused.
 fn only_section() -> Option<String> {
     let section = std::env::var("SECKILL_BENCH_ONLY").ok()?;
-    if !["lapse", "instructions", "drain", "big", "split", "backlog"].contains(&section.as_str()) {
+    if ![
+        "lapse",
+        "instructions",
+        "drain",
+        "big",
+        "split",
+        "backlog",
+        "paths",
+    ]
+    .contains(&section.as_str())
+    {
         eprintln!(
-            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain`, `big`, `split` or `backlog` can run alone"
+            "SECKILL_BENCH_ONLY={section}: only `lapse`, `instructions`, `drain`, `big`, `split`, `backlog` or `paths` can run alone"
         );
         std::process::exit(2);
     }
@@ -907,6 +1039,13 @@ fn main() {
                 "  {:<8} {:<28} {:>8.0}",
                 count.path, count.contender, count.instructions
             );
+        }
+        return;
+    }
+    if only.as_deref() == Some("paths") {
+        println!("(a) and (b), alone (BENCHMARKS.md is left as it is)");
+        for sold_out in [false, true] {
+            deduct_path(&server, &mut con, &plan, None, sold_out);
         }
         return;
     }

@@ -41,10 +41,43 @@ pub struct RoundRatio {
     pub high: f64,
 }
 
+impl RoundRatio {
+    /// The median and range of `ratios`, leaving out any that is not a
+    /// number; None if none is.
+    pub fn of(ratios: impl IntoIterator<Item = f64>) -> Option<RoundRatio> {
+        let mut ratios: Vec<f64> = ratios.into_iter().filter(|r| r.is_finite()).collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        Some(RoundRatio {
+            median: crate::load::median(ratios.clone()),
+            low: ratios[0],
+            high: ratios[ratios.len() - 1],
+        })
+    }
+}
+
 pub struct PathReport {
     /// GET for the sold-out path, DECRBY for the success path.
     pub reference: &'static str,
     pub rows: Vec<Measurement>,
+    /// The pairs of contenders a target compares, measured in short
+    /// alternating bursts.
+    pub pairs: Vec<Pair>,
+}
+
+/// Two contenders measured in turns, reference first and last: each burst
+/// of the contender is compared with the mean of the reference's bursts
+/// just before and just after it, so that neither a drift of the machine's
+/// speed nor a slow stretch of a few seconds lands on one side alone.
+pub struct Pair {
+    pub contender: &'static str,
+    pub reference: &'static str,
+    /// Server µs/call, contender over reference.
+    pub usec: RoundRatio,
+    /// `-P 16` throughput, contender over reference.
+    pub pipelined: RoundRatio,
 }
 
 impl PathReport {
@@ -64,32 +97,36 @@ impl PathReport {
         figure: fn(&Round) -> f64,
     ) -> Option<RoundRatio> {
         let (rows, references) = (self.row(contender)?, self.row(reference)?);
-        let mut ratios: Vec<f64> = rows
-            .rounds
+        RoundRatio::of(
+            rows.rounds
+                .iter()
+                .zip(&references.rounds)
+                .map(|(round, reference)| figure(round) / figure(reference)),
+        )
+    }
+
+    fn pair(&self, contender: &str, reference: &str) -> Option<&Pair> {
+        self.pairs
             .iter()
-            .zip(&references.rounds)
-            .map(|(round, reference)| figure(round) / figure(reference))
-            .filter(|ratio| ratio.is_finite())
-            .collect();
-        if ratios.is_empty() {
-            return None;
-        }
-        ratios.sort_by(f64::total_cmp);
-        Some(RoundRatio {
-            median: crate::load::median(ratios.clone()),
-            low: ratios[0],
-            high: ratios[ratios.len() - 1],
-        })
+            .find(|pair| pair.contender == contender && pair.reference == reference)
     }
 
-    /// Server µs/call of `contender` over `reference`, round by round.
+    /// Server µs/call of `contender` over `reference`: from their
+    /// alternating bursts if measured so, else round by round.
     fn usec_ratio(&self, contender: &str, reference: &str) -> Option<RoundRatio> {
-        self.round_ratio(contender, reference, |round| round.usec_per_call)
+        match self.pair(contender, reference) {
+            Some(pair) => Some(pair.usec),
+            None => self.round_ratio(contender, reference, |round| round.usec_per_call),
+        }
     }
 
-    /// `-P 16` throughput of `contender` over `reference`, round by round.
+    /// `-P 16` throughput of `contender` over `reference`, as
+    /// [`PathReport::usec_ratio`].
     fn pipelined_ratio(&self, contender: &str, reference: &str) -> Option<RoundRatio> {
-        self.round_ratio(contender, reference, |round| round.pipelined_ops)
+        match self.pair(contender, reference) {
+            Some(pair) => Some(pair.pipelined),
+            None => self.round_ratio(contender, reference, |round| round.pipelined_ops),
+        }
     }
 }
 
