@@ -41,6 +41,8 @@ pub(crate) const ERR_UNLIMITED_TRANSFER: &str = "ERR an unlimited item moves no 
 pub(crate) const ERR_TOO_MANY_TRANSFERS: &str =
     "ERR sale item is full: it cannot record more transfers (10000 at most)";
 pub(crate) const ERR_BAD_TRANSFER: &str = "ERR transfer id must be 1 to 128 bytes";
+pub(crate) const ERR_TRANSFER_OTHER_VARIANT: &str =
+    "ERR transfer id was already used for another variant";
 pub(crate) const ERR_BAD_DESTINATION: &str = "ERR destination must be 1 to 255 bytes";
 pub(crate) const ERR_WRONGTYPE: &str =
     "WRONGTYPE Operation against a key holding the wrong kind of value";

@@ -245,14 +245,8 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                 args: &[
                     KEY,
                     Arg::integer(c"qty"),
-                    Arg::one_of(
-                        c"to",
-                        &[
-                            Arg::string(c"transfer_id").token(c"ID"),
-                            Arg::string(c"variant").token(c"VARIANT"),
-                        ],
-                    )
-                    .optional(),
+                    Arg::string(c"transfer_id").token(c"ID").optional(),
+                    VARIANT,
                 ],
             },
         },
@@ -404,7 +398,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             entry_point: entry_point!(commands::take, Take),
             flags: c"write deny-oom fast",
             docs: Docs {
-                summary: c"Takes up to qty units out of one part of a split item, once per transfer id; replies the units taken",
+                summary: c"Takes up to qty units out of one part of a split item (or of one variant of it), once per transfer id; replies the units taken",
                 complexity: c"O(log T) where T is the number of transfers of the item",
                 arity: -5,
                 keys: ITEM_READ_AND_UPDATED,
@@ -413,6 +407,7 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                     Arg::integer(c"qty"),
                     Arg::string(c"transfer_id").token(c"ID"),
                     Arg::string(c"destination").token(c"TO").optional(),
+                    VARIANT,
                 ],
             },
         },
@@ -423,9 +418,9 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             docs: Docs {
                 summary: c"Closes a transfer given out by TAKE once its units arrived",
                 complexity: c"O(log T) where T is the number of transfers of the item",
-                arity: 3,
+                arity: -3,
                 keys: ITEM,
-                args: &[KEY, Arg::string(c"transfer_id")],
+                args: &[KEY, Arg::string(c"transfer_id"), VARIANT],
             },
         },
         Command {

@@ -196,13 +196,22 @@ fn seckill_call(rng: &mut Rng) -> Args {
                 args.push(b("TO"));
                 args.push(b(rng.pick(KEYS)));
             }
+            if rng.percent(40) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
             args
         }
-        12 => match rng.below(3) {
-            0 => vec![b("SECKILL.ADD"), key, qty(rng), b("ID"), request(rng)],
-            1 => vec![b("SECKILL.SETTLE"), key, request(rng)],
-            _ => vec![b("SECKILL.TRANSFERS"), key],
-        },
+        12 => {
+            let mut args = match rng.below(3) {
+                0 => vec![b("SECKILL.ADD"), key, qty(rng), b("ID"), request(rng)],
+                1 => vec![b("SECKILL.SETTLE"), key, request(rng)],
+                _ => return vec![b("SECKILL.TRANSFERS"), key],
+            };
+            if rng.percent(40) {
+                args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+            }
+            args
+        }
         // DEDUCT key user qty [ID r] [HOLD s | HOLDUNTIL ms]
         13..=49 => {
             let mut args = vec![b("SECKILL.DEDUCT"), key, user(rng), qty(rng)];

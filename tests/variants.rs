@@ -834,3 +834,175 @@ fn a_release_across_variants_refused_for_the_stream_releases_nothing() {
     assert_eq!(snapshot(&mut con, "{d}"), before);
     assert_eq!(ok::<i64>(&mut con, &["XLEN", "{d}:o"]), 2);
 }
+
+/// Stock moves between the parts of a split drop size by size: TAKE,
+/// ADD ... ID and SETTLE name the variant, a transfer id names one
+/// transfer of one variant, and the replica, the AOF and a reload agree.
+#[test]
+fn transfers_move_stock_variant_by_variant_alike_on_a_replica_and_the_aof() {
+    let master = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    for part in ["{p}:0", "{p}:1"] {
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.INIT",
+                part,
+                "VARIANTS",
+                "2",
+                "s",
+                "5",
+                "m",
+                "5",
+                "LIMIT",
+                "1",
+            ],
+        );
+    }
+    let take = [
+        "SECKILL.TAKE",
+        "{p}:0",
+        "3",
+        "ID",
+        "t1",
+        "TO",
+        "{p}:1",
+        "VARIANT",
+        "s",
+    ];
+    assert_eq!(ok::<i64>(&mut con, &take), 3);
+    // A retry takes nothing more.
+    assert_eq!(ok::<i64>(&mut con, &take), 3);
+    let stock = |con: &mut Connection, part: &str, variant: &str| -> i64 {
+        ok(con, &["SECKILL.GET", part, "VARIANT", variant])
+    };
+    assert_eq!(stock(&mut con, "{p}:0", "s"), 2);
+    assert_eq!(stock(&mut con, "{p}:0", "m"), 5);
+    let open: Vec<Vec<Value>> = ok(&mut con, &["SECKILL.TRANSFERS", "{p}:0"]);
+    let open: Vec<Vec<String>> = open
+        .into_iter()
+        .map(|entry| {
+            entry
+                .into_iter()
+                .map(|value| redis::from_redis_value(value).unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    assert_eq!(open, vec![vec!["t1", "3", "{p}:1", "s"]]);
+    // One transfer id, one transfer of one variant; a variant must be
+    // named; every refusal changes nothing.
+    let before = (snapshot(&mut con, "{p}:0"), snapshot(&mut con, "{p}:1"));
+    for (args, wording) in [
+        (
+            vec!["SECKILL.TAKE", "{p}:0", "1", "ID", "t1", "VARIANT", "m"],
+            "ERR transfer id was already used for another variant",
+        ),
+        (
+            vec!["SECKILL.TAKE", "{p}:0", "1", "ID", "t2"],
+            "ERR the item sells variants: name one with VARIANT",
+        ),
+        (
+            vec!["SECKILL.TAKE", "{p}:0", "1", "ID", "t2", "VARIANT", "xl"],
+            "ERR no such variant",
+        ),
+        (
+            vec![
+                "SECKILL.TAKE",
+                "{p}:0",
+                "1",
+                "ID",
+                "t2",
+                "VARIANT",
+                "s",
+                "VARIANT",
+                "m",
+            ],
+            "ERR syntax error",
+        ),
+        (
+            vec!["SECKILL.SETTLE", "{p}:0", "t1", "VARIANT", "m"],
+            "ERR transfer id was already used for another variant",
+        ),
+        (
+            vec!["SECKILL.SETTLE", "{p}:0", "t1", "VARIANT"],
+            "ERR syntax error",
+        ),
+        (
+            vec!["SECKILL.ADD", "{p}:1", "3", "ID", "t1"],
+            "ERR the item sells variants: name one with VARIANT",
+        ),
+        (
+            vec![
+                "SECKILL.ADD",
+                "{p}:1",
+                "3",
+                "ID",
+                "t1",
+                "VARIANT",
+                "s",
+                "EXTRA",
+            ],
+            "ERR syntax error",
+        ),
+    ] {
+        let got = error(&mut con, &args);
+        assert!(got.starts_with(wording), "{args:?}: {got}");
+    }
+    assert_eq!(
+        (snapshot(&mut con, "{p}:0"), snapshot(&mut con, "{p}:1")),
+        before
+    );
+    let arrive = ["SECKILL.ADD", "{p}:1", "3", "ID", "t1", "VARIANT", "s"];
+    assert_eq!(ok::<i64>(&mut con, &arrive), 8);
+    assert_eq!(ok::<i64>(&mut con, &arrive), 8);
+    assert!(error(
+        &mut con,
+        &["SECKILL.ADD", "{p}:1", "3", "ID", "t1", "VARIANT", "m"]
+    )
+    .starts_with("ERR transfer id was already used for another variant"));
+    assert_eq!(stock(&mut con, "{p}:1", "s"), 8);
+    assert_eq!(stock(&mut con, "{p}:1", "m"), 5);
+    // The units that arrived sell under the part's limit across sizes.
+    assert!(
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", "{p}:1", "ann", "1", "VARIANT", "s"]
+        ) >= 0
+    );
+    assert_eq!(
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", "{p}:1", "ann", "1", "VARIANT", "m"]
+        ),
+        -2
+    );
+    let settle = ["SECKILL.SETTLE", "{p}:0", "t1", "VARIANT", "s"];
+    assert_eq!(ok::<i64>(&mut con, &settle), 1);
+    assert_eq!(ok::<i64>(&mut con, &settle), 0);
+    let open: Vec<Value> = ok(&mut con, &["SECKILL.TRANSFERS", "{p}:0"]);
+    assert!(open.is_empty());
+    assert_eq!(info_field(&mut con, "{p}:0", "moved_out"), 3);
+    assert_eq!(info_field(&mut con, "{p}:1", "moved_in"), 3);
+    let on_master = (snapshot(&mut con, "{p}:0"), snapshot(&mut con, "{p}:1"));
+    wait_for_replica(&mut con);
+    let mut on_replica = replica.client();
+    assert_eq!(
+        (
+            snapshot(&mut on_replica, "{p}:0"),
+            snapshot(&mut on_replica, "{p}:1")
+        ),
+        on_master
+    );
+    rewrite_aof(&mut con);
+    ok::<String>(&mut con, &["DEBUG", "LOADAOF"]);
+    assert_eq!(
+        (snapshot(&mut con, "{p}:0"), snapshot(&mut con, "{p}:1")),
+        on_master
+    );
+    ok::<String>(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(
+        (snapshot(&mut con, "{p}:0"), snapshot(&mut con, "{p}:1")),
+        on_master
+    );
+}

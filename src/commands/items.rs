@@ -360,7 +360,8 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     Ok(RedisValue::Integer(1))
 }
 
-/// SECKILL.ADD key qty
+/// SECKILL.ADD key qty [VARIANT name], or SECKILL.ADD key qty ID
+/// transfer_id [VARIANT name]: units received from another part.
 pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
     let mut variant = None;
     let (name, qty, transfer) = match args {
@@ -370,25 +371,34 @@ pub fn add(ctx: &Context, args: &[Arg]) -> RedisResult {
             (name, qty, None)
         }
         [_, name, qty, keyword, transfer_id, rest @ ..] if keyword.is_keyword("ID") => {
-            // AT ms: the moment the master judged the call at, for the stock
-            // the transfer replies. Only the master and the AOF send it.
-            let decided_at = match rest {
-                [] => None,
-                [at, ms] if at.is_keyword("AT") && master_decided(ctx) => Some(integer(ms)?),
-                _ => return Err(RedisError::Str(ERR_SYNTAX)),
-            };
+            // VARIANT name: the variant receiving. AT ms: the moment the
+            // master judged the call at, for the stock the transfer
+            // replies; only the master and the AOF send it.
+            let mut decided_at = None;
+            let mut into: Option<&Arg> = None;
+            let mut options = rest.iter();
+            while let Some(option) = options.next() {
+                let value = options.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
+                if option.is_keyword("VARIANT") && into.is_none() {
+                    into = Some(value);
+                } else if option.is_keyword("AT") && decided_at.is_none() && master_decided(ctx) {
+                    decided_at = Some(integer(value)?);
+                } else {
+                    return Err(RedisError::Str(ERR_SYNTAX));
+                }
+            }
             (
                 name,
                 qty,
-                Some((id(transfer_id, ERR_BAD_TRANSFER)?, decided_at)),
+                Some((id(transfer_id, ERR_BAD_TRANSFER)?, into, decided_at)),
             )
         }
         [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
         _ => return Err(RedisError::WrongArity),
     };
     let qty = positive(qty)?;
-    if let Some((transfer_id, decided_at)) = transfer {
-        return receive_transfer(ctx, name, qty, transfer_id, decided_at);
+    if let Some((transfer_id, into, decided_at)) = transfer {
+        return receive_transfer(ctx, name, qty, transfer_id, into, decided_at);
     }
     write_part(
         ctx,

@@ -3,10 +3,51 @@
 
 use super::*;
 use crate::rewrite::{self, Rewrite};
-use crate::sale_item::{Change, Take, Verdict, MAX_DESTINATION_LEN};
+use crate::sale_item::{Change, SaleItem, Take, Verdict, MAX_DESTINATION_LEN};
 use crate::server::{Arg, ItemKey};
-use crate::write::{master_decided, write_item, Decision, Effect, Judgement};
+use crate::write::{
+    master_decided, part_index, vouch_whole, write_opened, Decision, Effect, Judgement, Part,
+    NO_SUCH_ITEM,
+};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
+
+/// [`crate::write::write_item`] for a transfer of the part `variant` names
+/// of the item at `name` (its own stock if none is named): a transfer id
+/// names one transfer of one variant, so an id another variant recorded
+/// is refused, as a request id is.
+fn write_transfer<'a>(
+    ctx: &Context,
+    name: &Arg,
+    variant: Option<&[u8]>,
+    transfer_id: &[u8],
+    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
+    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
+) -> RedisResult {
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let index = part_index(item, Part::Variant(variant))?;
+    if let Some(index) = index {
+        let elsewhere = item
+            .variants()
+            .iter()
+            .enumerate()
+            .any(|(place, other)| place != index && other.item.knows_transfer(transfer_id));
+        if elsewhere {
+            return Err(RedisError::Str(ERR_TRANSFER_OTHER_VARIANT));
+        }
+    }
+    let part = match index {
+        Some(index) => item
+            .variant_mut(index)
+            .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?,
+        None => &mut *item,
+    };
+    let reply = write_opened(ctx, name, part, judge, reply);
+    vouch_whole(item);
+    reply
+}
 
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part
 /// of a split item, added once per transfer id. Replies the stock after
@@ -16,13 +57,16 @@ pub(super) fn receive_transfer(
     name: &Arg,
     qty: i64,
     transfer_id: &[u8],
+    variant: Option<&Arg>,
     decided_at: Option<i64>,
 ) -> RedisResult {
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    write_item(
+    write_transfer(
         ctx,
         name,
+        variant.map(Arg::as_bytes),
+        transfer_id,
         move |item, moment| {
             let moment = moment.or_decided(decided_at);
             let change = match item.judge_transfer_in(transfer_id, qty, moment)? {
@@ -39,8 +83,11 @@ pub(super) fn receive_transfer(
                 .string(name)
                 .number(qty)
                 .keyword(&rewrite::ID)
-                .arg(transfer_id)
-                .option(&rewrite::AT, now);
+                .arg(transfer_id);
+            if let Some(variant) = variant {
+                rewrite.keyword(&rewrite::VARIANT).string(variant);
+            }
+            rewrite.option(&rewrite::AT, now);
             Ok(Judgement::Decide(Decision {
                 change,
                 effect: Effect::Rewritten(rewrite),
@@ -52,9 +99,10 @@ pub(super) fn receive_transfer(
     )
 }
 
-/// SECKILL.TAKE key qty ID transfer_id [TO destination]: takes up to `qty`
-/// units of the stock in hand out of this part, once per transfer id, and
-/// keeps the transfer open until SETTLE. Replies the units taken.
+/// SECKILL.TAKE key qty ID transfer_id [TO destination] [VARIANT name]:
+/// takes up to `qty` units of the stock in hand out of this part (of the
+/// variant named), once per transfer id, and keeps the transfer open until
+/// SETTLE. Replies the units taken.
 pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, qty_arg, keyword, transfer_id, options @ ..] = args else {
         return Err(RedisError::WrongArity);
@@ -65,6 +113,7 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     let requested = positive(qty_arg)?;
     let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
     let mut destination = None;
+    let mut variant: Option<&Arg> = None;
     // TAKEN k: the units the master took, so that a replica and an AOF
     // replay record exactly them whatever their stock says. Only the
     // master and the AOF send it.
@@ -78,6 +127,8 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
                 return Err(RedisError::Str(ERR_BAD_DESTINATION));
             }
             destination = Some(bytes);
+        } else if option.is_keyword("VARIANT") && variant.is_none() {
+            variant = Some(value);
         } else if option.is_keyword("TAKEN") && decided.is_none() && master_decided(ctx) {
             decided = Some(integer(value)?);
         } else {
@@ -92,9 +143,11 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    write_item(
+    write_transfer(
         ctx,
         name,
+        variant.map(Arg::as_bytes),
+        transfer_id,
         move |item, moment| {
             let change = match item.judge_take(take)? {
                 Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
@@ -112,6 +165,9 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
             if let Some(destination) = destination {
                 rewrite.keyword(&rewrite::TO).arg(destination);
             }
+            if let Some(variant) = variant {
+                rewrite.keyword(&rewrite::VARIANT).string(variant);
+            }
             rewrite.option(&rewrite::TAKEN, taken);
             Ok(Judgement::Decide(Decision {
                 change,
@@ -124,17 +180,24 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     )
 }
 
-/// SECKILL.SETTLE key transfer_id: closes a transfer given out once its
-/// units arrived. Replies 1 closed now, 0 closed before, -4 no such
-/// transfer given out here.
+/// SECKILL.SETTLE key transfer_id [VARIANT name]: closes a transfer given
+/// out once its units arrived. Replies 1 closed now, 0 closed before, -4
+/// no such transfer given out here (by the variant named).
 pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
-    let [_, name, transfer_id] = args else {
-        return Err(RedisError::WrongArity);
+    let (name, transfer_id, variant) = match args {
+        [_, name, transfer_id] => (name, transfer_id, None),
+        [_, name, transfer_id, keyword, variant] if keyword.is_keyword("VARIANT") => {
+            (name, transfer_id, Some(variant.as_bytes()))
+        }
+        [_, _, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
+        _ => return Err(RedisError::WrongArity),
     };
     let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
-    write_item(
+    write_transfer(
         ctx,
         name,
+        variant,
+        transfer_id,
         |item, moment| {
             Ok(match item.judge_settle(transfer_id) {
                 Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
@@ -149,7 +212,8 @@ pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
 
 /// SECKILL.TRANSFERS key: the transfers this part gave out and that are
 /// not settled, by transfer id, each `[transfer_id, units, destination]`
-/// (nil destination if none was given); nil if there is no item.
+/// (nil destination if none was given), and the variant's name after them
+/// for an item with variants, variant by variant; nil if there is no item.
 pub fn transfers(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name] = args else {
         return Err(RedisError::WrongArity);
@@ -158,15 +222,28 @@ pub fn transfers(ctx: &Context, args: &[Arg]) -> RedisResult {
     let Some(item) = key.item()? else {
         return Ok(RedisValue::Null);
     };
-    let open = item
-        .open_transfers()
-        .map(|(transfer_id, units, destination)| {
-            RedisValue::Array(vec![
-                RedisValue::StringBuffer(transfer_id.to_vec()),
-                RedisValue::Integer(units),
-                destination.map_or(RedisValue::Null, |d| RedisValue::StringBuffer(d.to_vec())),
-            ])
-        })
-        .collect();
+    let listed = |part: &SaleItem, variant: Option<&[u8]>| -> Vec<RedisValue> {
+        part.open_transfers()
+            .map(|(transfer_id, units, destination)| {
+                let mut entry = vec![
+                    RedisValue::StringBuffer(transfer_id.to_vec()),
+                    RedisValue::Integer(units),
+                    destination.map_or(RedisValue::Null, |d| RedisValue::StringBuffer(d.to_vec())),
+                ];
+                if let Some(variant) = variant {
+                    entry.push(RedisValue::StringBuffer(variant.to_vec()));
+                }
+                RedisValue::Array(entry)
+            })
+            .collect()
+    };
+    let open = if item.has_variants() {
+        item.variants()
+            .iter()
+            .flat_map(|variant| listed(&variant.item, Some(&variant.name)))
+            .collect()
+    } else {
+        listed(item, None)
+    };
     Ok(RedisValue::Array(open))
 }

@@ -110,6 +110,12 @@ impl SaleItem {
         self.transfers().map_or(0, |transfers| transfers.moved_in)
     }
 
+    /// True if this part recorded a transfer under `transfer_id`, either
+    /// way.
+    pub fn knows_transfer(&self, transfer_id: &[u8]) -> bool {
+        self.transfer(transfer_id).is_some()
+    }
+
     fn transfer(&self, transfer_id: &[u8]) -> Option<&Transfer> {
         self.transfers()?.by_id.get(transfer_id)
     }

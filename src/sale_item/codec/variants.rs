@@ -109,8 +109,8 @@ impl VariantsHeader {
 
 impl SaleItem {
     /// The rules variants keep between them: the same window and order
-    /// stream, no variants of their own, a request id in one variant at
-    /// most, and no buyer over the item's limit across variants with units
+    /// stream, no variants of their own, a request id and a transfer id in
+    /// one variant at most, and no buyer over the item's limit across variants with units
     /// not in holds (a buyer's record keeps lapsed holds until the sweep
     /// releases them, as `check_bookkeeping` allows for one item).
     pub(super) fn check_variants(&self) -> Result<(), DecodeError> {
@@ -136,6 +136,16 @@ impl SaleItem {
             for (id, _) in variant.item.requests() {
                 if !request_ids.insert(id) {
                     return Err(DecodeError("request id in two variants"));
+                }
+            }
+        }
+        // A transfer id names one transfer of one variant, as TAKE and
+        // ADD ... ID keep it.
+        let mut transfer_ids: HashSet<&[u8]> = HashSet::new();
+        for variant in variants {
+            for (id, _) in variant.item.transfers().into_iter().flat_map(|t| t.iter()) {
+                if !transfer_ids.insert(id) {
+                    return Err(DecodeError("transfer id in two variants"));
                 }
             }
         }

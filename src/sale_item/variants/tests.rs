@@ -278,6 +278,33 @@ fn a_load_refuses_variants_that_disagree() {
             "buyer holds more than the limit across variants"
         ))
     );
+    // And one transfer id would name two transfers.
+    let take = |item: &mut SaleItem, index: usize| {
+        let part = item.variant_mut(index).unwrap();
+        let verdict = part
+            .judge_take(crate::sale_item::Take {
+                transfer_id: b"t1",
+                requested: 2,
+                destination: None,
+                decided: None,
+            })
+            .unwrap();
+        let Verdict::Change(change) = verdict else {
+            panic!("nothing taken");
+        };
+        part.apply(&[], change);
+    };
+    let mut first = drop_of(&[5, 5], 0);
+    take(&mut first, 0);
+    assert!(save_and_load(&first).is_ok());
+    let mut second = drop_of(&[5, 5], 0);
+    take(&mut second, 1);
+    let chunks = spliced(&first, 1, &second);
+    assert_eq!(
+        load(&chunks).err(),
+        Some(DecodeError("transfer id in two variants"))
+    );
+    assert!(load_chunk_by_chunk(&chunks).is_err());
     // A variants header inside a variant is no variant's header.
     let mut chunks = Vec::new();
     first.encode_chunks(|chunk| chunks.push(chunk.to_vec()));
