@@ -111,13 +111,20 @@ export interface AddOptions {
    * per transfer id; a retry adds nothing and gets the same reply.
    */
   transferId?: SeckillId;
-  /** Restocks one variant of an item with variants (SECKILL.ADD ... VARIANT); not with a transferId. */
+  /** The variant restocked, or receiving the moved units with a transferId (SECKILL.ADD ... VARIANT). */
   variant?: SeckillVariant;
 }
 
 export interface TakeOptions {
   /** The part the units go to (recorded with the transfer). keyPrefix applies to it too. */
   to?: SeckillKey | null;
+  /** The variant the units come out of, on an item with variants (SECKILL.TAKE ... VARIANT). */
+  variant?: SeckillVariant;
+}
+
+export interface SettleOptions {
+  /** The variant that gave the transfer out, on an item with variants. */
+  variant?: SeckillVariant;
 }
 
 // ---- values -------------------------------------------------------------
@@ -294,6 +301,8 @@ export declare class Transfer {
   readonly units: number;
   /** The part the units go to, as `take` named it (keyPrefix removed), or null if none was given. */
   readonly destination: string | Buffer | null;
+  /** The variant the units came out of, on an item with variants; else null. */
+  readonly variant: string | Buffer | null;
 }
 
 /** The status of a request id, as `scan` reports it (the server's word). */
@@ -502,7 +511,7 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
    */
   take(key: SeckillKey, qty: SeckillInt, transferId: SeckillId, to?: SeckillKey | TakeOptions | null): R['take'];
   /** SECKILL.SETTLE: closes a transfer given out by `take` once its units arrived. */
-  settle(key: SeckillKey, transferId: SeckillId): R['settle'];
+  settle(key: SeckillKey, transferId: SeckillId, options?: SettleOptions): R['settle'];
   /** SECKILL.TRANSFERS: the transfers given out and not settled, by transfer id; null if no item. */
   transfers(key: SeckillKey): R['transfers'];
 }

@@ -328,21 +328,20 @@ function orderKeysBuilder(command) {
 }
 
 // add(key, qty), add(key, qty, { transferId }) or add(key, qty, transferId);
-// add(key, qty, { variant }) restocks one variant (ADD takes ID or VARIANT, not both).
+// add(key, qty, { variant }) restocks one variant, add(key, qty, { transferId, variant })
+// receives a variant's units moved from another part.
 function buildAdd(key, qty, options) {
   const o = isOptions(options) ? checkOptions(options, ['transferId', 'variant'], 'add') : { transferId: options };
-  if (given(o.transferId) && given(o.variant)) {
-    throw new TypeError('add takes a transferId or a variant, not both (an item with variants receives no transfers)');
-  }
   const args = [bytes(key, 'key'), integer(qty, 'qty')];
   if (given(o.transferId)) args.push('ID', bytes(o.transferId, 'transferId'));
   if (given(o.variant)) args.push('VARIANT', variantArg(o.variant));
   return { args, keys: [0] };
 }
 
-// take(key, qty, transferId, to?) or take(key, qty, transferId, { to })
+// take(key, qty, transferId, to?) or take(key, qty, transferId, { to, variant })
 function buildTake(key, qty, transferId, to) {
-  if (isOptions(to)) to = checkOptions(to, ['to'], 'take').to;
+  let variant;
+  if (isOptions(to)) ({ to, variant } = checkOptions(to, ['to', 'variant'], 'take'));
   if (!given(transferId)) throw new TypeError('take needs a transfer id');
   const args = [bytes(key, 'key'), integer(qty, 'qty'), 'ID', bytes(transferId, 'transferId')];
   const names = [];
@@ -350,11 +349,18 @@ function buildTake(key, qty, transferId, to) {
     args.push('TO', bytes(to, 'to'));
     names.push(args.length - 1);
   }
+  if (given(variant)) args.push('VARIANT', variantArg(variant));
   return { args, keys: [0], names };
 }
 
-function buildSettle(key, transferId) {
-  return { args: [bytes(key, 'key'), bytes(transferId, 'transferId')], keys: [0] };
+// settle(key, transferId) or settle(key, transferId, { variant })
+function buildSettle(key, transferId, options) {
+  const args = [bytes(key, 'key'), bytes(transferId, 'transferId')];
+  if (options !== undefined) {
+    const { variant } = checkOptions(options, ['variant'], 'settle');
+    if (given(variant)) args.push('VARIANT', variantArg(variant));
+  }
+  return { args, keys: [0] };
 }
 
 function buildWindow(key, start, end) {

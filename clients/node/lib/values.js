@@ -327,11 +327,13 @@ class Hold {
 
 /** A transfer given out by `take` and not settled yet, as `transfers` lists it. */
 class Transfer {
-  constructor(transferId, units, destination) {
+  constructor(transferId, units, destination, variant = null) {
     this.transferId = transferId;
     this.units = units;
     /** The part the units go to, as TAKE ... TO named it (keyPrefix removed), or null. */
     this.destination = destination;
+    /** The variant the units came out of, on an item with variants; else null. */
+    this.variant = variant;
     Object.freeze(this);
   }
 }
@@ -599,7 +601,8 @@ function parseTransfers(reply, keyPrefix) {
   return reply.map((t) => {
     if (!Array.isArray(t) || t.length < 3) throw unexpected('SECKILL.TRANSFERS', reply);
     const destination = t[2] === null || t[2] === undefined ? null : stripPrefix(toId(t[2]), keyPrefix);
-    return new Transfer(toId(t[0]), toInteger(t[1]), destination);
+    const variant = t.length > 3 && t[3] !== null && t[3] !== undefined ? toId(t[3]) : null;
+    return new Transfer(toId(t[0]), toInteger(t[1]), destination, variant);
   });
 }
 

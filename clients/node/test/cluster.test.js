@@ -419,7 +419,7 @@ async function splitOnCluster(client, t, prefix) {
     taken = await client.multi().seckill.take(parts[0], 4, 'rebalance-1', parts[1]).seckill.transfers(parts[0]).execAsPipeline();
   }
   assert.equal(taken[0], 4);
-  assert.deepEqual(taken[1].map((x) => ({ ...x })), [{ transferId: 'rebalance-1', units: 4, destination: parts[1] }]);
+  assert.deepEqual(taken[1].map((x) => ({ ...x })), [{ transferId: 'rebalance-1', units: 4, destination: parts[1], variant: null }]);
   assert.deepEqual(await owners[0].command('SECKILL.TRANSFERS', prefix + parts[0]), [['rebalance-1', 4, prefix + parts[1]]]);
   assert.equal(await sk.take(parts[0], 4, 'rebalance-1', parts[1]), 4);
   assert.equal(await sk.add(parts[1], 4, { transferId: 'rebalance-1' }), 37);

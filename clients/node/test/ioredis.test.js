@@ -233,7 +233,7 @@ for (const [name, options] of Object.entries({
     assert.equal(values[7], null);
     assert.equal(values[8], 2);
     assert.ok(values[9][0] instanceof Transfer);
-    assert.deepEqual(values[9].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere' }]);
+    assert.deepEqual(values[9].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere', variant: null }]);
     assert.equal(values[10], SettleOutcome.SETTLED);
     assert.equal(values[11], 8);
 
@@ -413,7 +413,7 @@ for (const enableAutoPipelining of [false, true]) {
     assert.equal(await redis.seckill.take('part:0', 3, 'm-1', 'part:1'), 3);
     assert.deepEqual(await admin('SECKILL.TRANSFERS', 'app:part:0'), [['m-1', 3, 'app:part:1']]);
     assert.deepEqual((await redis.seckill.transfers('part:0')).map((x) => ({ ...x })), [
-      { transferId: 'm-1', units: 3, destination: 'part:1' },
+      { transferId: 'm-1', units: 3, destination: 'part:1', variant: null },
     ]);
     const moved = await redis.pipeline().seckill.transfers('part:0').seckill.add('part:1', 3, { transferId: 'm-1' }).exec();
     assert.equal(moved[0][1][0].destination, 'part:1');

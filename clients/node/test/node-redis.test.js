@@ -233,7 +233,7 @@ for (const RESP of [2, 3]) {
     assert.equal(replies[6], null);
     assert.equal(replies[7], 2);
     assert.ok(replies[8][0] instanceof Transfer);
-    assert.deepEqual(replies[8].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere' }]);
+    assert.deepEqual(replies[8].map((r) => ({ ...r })), [{ transferId: 'm-1', units: 2, destination: '{p}:elsewhere', variant: null }]);
     assert.equal(replies[9], SettleOutcome.SETTLED);
     assert.equal(replies[10], 8);
 
@@ -377,7 +377,7 @@ test('keyPrefix (node-redis 6) applies to the item key and the stream key; INFO 
   assert.equal(await client.seckill.take('part:0', 3, 'm-1', 'part:1'), 3);
   assert.deepEqual(await admin('SECKILL.TRANSFERS', 'app:part:0'), [['m-1', 3, 'app:part:1']]);
   assert.deepEqual((await client.seckill.transfers('part:0')).map((x) => ({ ...x })), [
-    { transferId: 'm-1', units: 3, destination: 'part:1' },
+    { transferId: 'm-1', units: 3, destination: 'part:1', variant: null },
   ]);
   const tx = await client.multi().seckill.transfers('part:0').seckill.add('part:1', 3, { transferId: 'm-1' }).exec();
   assert.equal(tx[0][0].destination, 'part:1');
@@ -387,6 +387,15 @@ test('keyPrefix (node-redis 6) applies to the item key and the stream key; INFO 
   // A destination written without the prefix (by another client) is shown as it is.
   await admin('SECKILL.TAKE', 'app:part:0', '1', 'ID', 'm-2', 'TO', 'other:part');
   assert.equal((await client.seckill.transfers('part:0'))[0].destination, 'other:part');
+  // The parts of a drop with sizes move stock size by size.
+  for (const part of ['drop:0', 'drop:1']) assert.equal(await client.seckill.init(part, { 42: 5, 43: 5 }), true);
+  assert.equal(await client.seckill.take('drop:0', 2, 'd-1', { to: 'drop:1', variant: '43' }), 2);
+  assert.deepEqual((await client.seckill.transfers('drop:0')).map((x) => ({ ...x })), [
+    { transferId: 'd-1', units: 2, destination: 'drop:1', variant: '43' },
+  ]);
+  assert.equal(await client.seckill.add('drop:1', 2, { transferId: 'd-1', variant: '43' }), 7);
+  assert.equal(await client.seckill.settle('drop:0', 'd-1', { variant: '43' }), SettleOutcome.SETTLED);
+  assert.equal(await client.seckill.get('drop:0', { variant: '43' }), 3);
   // The unprefixed keys were never touched.
   assert.equal(await admin('EXISTS', 'part:0', 'part:1'), 0);
 });

@@ -266,13 +266,14 @@ test('FNV-1a 32 test vectors (the same in every seckill client), and the part of
 });
 
 test('transfers and settle replies', () => {
-  const reply = [[Buffer.from('m-1'), 4, Buffer.from('app:p1')], ['m-2', '2', null]];
+  const reply = [[Buffer.from('m-1'), 4, Buffer.from('app:p1')], ['m-2', '2', null], ['m-3', 1, null, Buffer.from('43')]];
   const parse = COMMANDS.find((c) => c.method === 'transfers').parse;
   const list = parse(reply, 'app:');
   assert.ok(list.every((t) => t instanceof Transfer && Object.isFrozen(t)));
   assert.deepEqual(list.map((t) => ({ ...t })), [
-    { transferId: 'm-1', units: 4, destination: 'p1' },
-    { transferId: 'm-2', units: 2, destination: null },
+    { transferId: 'm-1', units: 4, destination: 'p1', variant: null },
+    { transferId: 'm-2', units: 2, destination: null, variant: null },
+    { transferId: 'm-3', units: 1, destination: null, variant: '43' },
   ]);
   assert.equal(parse(null), null);
   const settle = COMMANDS.find((c) => c.method === 'settle').parse;
@@ -445,11 +446,16 @@ test('variants: init sends VARIANTS n name stock ... and VARIANTLIMIT name n; de
   assert.deepEqual(build('deduct', '{d}', 'ana', 1, { variant: null }).args, ['{d}', 'ana', '1']);
   assert.throws(() => build('deduct', '{d}', 'ana', 1, { variant: {} }), TypeError);
 
-  // add: a transferId or a variant, not both.
+  // add: a transferId, a variant, or both (a variant's units moved from another part).
   assert.deepEqual(build('add', '{d}', 3, { variant: 42 }), { args: ['{d}', '3', 'VARIANT', '42'], keys: [0] });
   assert.deepEqual(build('add', '{d}', 3, { transferId: 't' }).args, ['{d}', '3', 'ID', 't']);
   assert.deepEqual(build('add', '{d}', 3, 't').args, ['{d}', '3', 'ID', 't']);
-  assert.throws(() => build('add', '{d}', 3, { transferId: 't', variant: 42 }), /a transferId or a variant, not both/);
+  assert.deepEqual(build('add', '{d}', 3, { transferId: 't', variant: 42 }).args, ['{d}', '3', 'ID', 't', 'VARIANT', '42']);
+  // take and settle of one variant.
+  assert.deepEqual(build('take', '{d}', 3, 't', { to: '{d}:1', variant: 42 }).args, ['{d}', '3', 'ID', 't', 'TO', '{d}:1', 'VARIANT', '42']);
+  assert.deepEqual(build('settle', '{d}', 't', { variant: 42 }).args, ['{d}', 't', 'VARIANT', '42']);
+  assert.deepEqual(build('settle', '{d}', 't').args, ['{d}', 't']);
+  assert.throws(() => build('settle', '{d}', 't', { to: 'x' }), TypeError);
 
   // The reads: the whole item, or one variant.
   for (const method of ['get', 'info']) {

@@ -450,16 +450,19 @@ class Seckill:
                 return
             args = commands.scan(key, cursor, count, variant)
 
-    def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> int | None:
-        """SECKILL.TAKE: take up to ``qty`` units of the stock in hand out of this part, recorded as
-        an open transfer ``transfer_id`` (to ``to``, if given); the units taken (0 if none), None
-        if no item. A retry with the same id and ``qty`` takes nothing more and replies the same.
+    def take(
+        self, key: Key, qty: int, transfer_id: Key, to: Key | None = None, *, variant: Key | None = None
+    ) -> int | None:
+        """SECKILL.TAKE: take up to ``qty`` units of the stock in hand out of this part (of the
+        ``variant`` named, on an item with variants), recorded as an open transfer ``transfer_id``
+        (to ``to``, if given); the units taken (0 if none), None if no item. A retry with the same
+        id and ``qty`` takes nothing more and replies the same.
         """
-        return self._call(commands.take(key, qty, transfer_id, to))
+        return self._call(commands.take(key, qty, transfer_id, to, variant))
 
-    def settle(self, key: Key, transfer_id: Key) -> SettleOutcome:
+    def settle(self, key: Key, transfer_id: Key, *, variant: Key | None = None) -> SettleOutcome:
         """SECKILL.SETTLE: close a transfer given out by ``take`` once its units arrived."""
-        return self._call(commands.settle(key, transfer_id))
+        return self._call(commands.settle(key, transfer_id, variant))
 
     def transfers(self, key: Key) -> list[Transfer] | None:
         """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""

@@ -351,14 +351,16 @@ class Seckill:
                 return
             args = commands.scan(key, cursor, count, variant)
 
-    def take(self, key: Key, qty: int, transfer_id: Key, to: Key | None = None) -> Awaitable[int | None]:
-        """SECKILL.TAKE: take up to ``qty`` units out of this part as transfer ``transfer_id``;
-        the units taken (0 if none), None if no item."""
-        return self._call(commands.take(key, qty, transfer_id, to))
+    def take(
+        self, key: Key, qty: int, transfer_id: Key, to: Key | None = None, *, variant: Key | None = None
+    ) -> Awaitable[int | None]:
+        """SECKILL.TAKE: take up to ``qty`` units out of this part (of ``variant``) as transfer
+        ``transfer_id``; the units taken (0 if none), None if no item."""
+        return self._call(commands.take(key, qty, transfer_id, to, variant))
 
-    def settle(self, key: Key, transfer_id: Key) -> Awaitable[SettleOutcome]:
+    def settle(self, key: Key, transfer_id: Key, *, variant: Key | None = None) -> Awaitable[SettleOutcome]:
         """SECKILL.SETTLE: close a transfer given out by ``take`` once its units arrived."""
-        return self._call(commands.settle(key, transfer_id))
+        return self._call(commands.settle(key, transfer_id, variant))
 
     def transfers(self, key: Key) -> Awaitable[list[Transfer] | None]:
         """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""

@@ -223,22 +223,21 @@ def refund(key: Key, request_id: Key) -> Args:
 
 
 def add(key: Key, qty: int, transfer_id: Key | None, variant: Key | None = None) -> Args:
-    if transfer_id is not None and variant is not None:
-        raise TypeError("add takes a transfer_id or a variant, not both")
-    if transfer_id is None:
-        return tuple(_variant(["SECKILL.ADD", _key("key", key), _number("qty", qty)], variant))
-    return ("SECKILL.ADD", _key("key", key), _number("qty", qty), "ID", _key("transfer_id", transfer_id))
+    args: list[Arg] = ["SECKILL.ADD", _key("key", key), _number("qty", qty)]
+    if transfer_id is not None:
+        args += ("ID", _key("transfer_id", transfer_id))
+    return tuple(_variant(args, variant))
 
 
-def take(key: Key, qty: int, transfer_id: Key, to: Key | None) -> Args:
+def take(key: Key, qty: int, transfer_id: Key, to: Key | None, variant: Key | None = None) -> Args:
     args: list[Arg] = ["SECKILL.TAKE", _key("key", key), _number("qty", qty), "ID", _key("transfer_id", transfer_id)]
     if to is not None:
         args += ("TO", _key("to", to))
-    return tuple(args)
+    return tuple(_variant(args, variant))
 
 
-def settle(key: Key, transfer_id: Key) -> Args:
-    return ("SECKILL.SETTLE", _key("key", key), _key("transfer_id", transfer_id))
+def settle(key: Key, transfer_id: Key, variant: Key | None = None) -> Args:
+    return tuple(_variant(["SECKILL.SETTLE", _key("key", key), _key("transfer_id", transfer_id)], variant))
 
 
 def transfers(key: Key) -> Args:

@@ -183,7 +183,10 @@ def transfers(reply: Any) -> list[Transfer] | None:
         entry
         if isinstance(entry, Transfer)
         else Transfer(
-            _str_if_utf8(entry[0]), int(entry[1]), None if entry[2] is None else _str_if_utf8(entry[2])
+            _str_if_utf8(entry[0]),
+            int(entry[1]),
+            None if entry[2] is None else _str_if_utf8(entry[2]),
+            _str_if_utf8(entry[3]) if len(entry) > 3 else None,
         )
         for entry in reply
     ]

@@ -303,13 +303,15 @@ class Transfer:
     """An open transfer, as listed by ``SECKILL.TRANSFERS``: ``units`` taken out of the item by
     ``TAKE`` and not settled yet.
 
-    ``transfer_id`` and ``destination`` are ``str`` when they are valid UTF-8, else the raw
-    ``bytes``; ``destination`` is None when the ``TAKE`` named none.
+    ``transfer_id``, ``destination`` and ``variant`` are ``str`` when they are valid UTF-8, else
+    the raw ``bytes``; ``destination`` is None when the ``TAKE`` named none, ``variant`` None
+    on an item without variants (else the variant the units came out of).
     """
 
     transfer_id: str | bytes
     units: int
     destination: str | bytes | None
+    variant: str | bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

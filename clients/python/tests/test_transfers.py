@@ -109,6 +109,17 @@ def test_take_edges(r: redis.Redis, key: str) -> None:
     assert sk.transfers(key) == [Transfer("all", 5, None), Transfer(binary, 1, b"\xfepart")]
     info = sk.info(key)
     assert (info.stock, info.moved_out, info.moved_in) == (1, 6, 2) and balanced(info)
+    # The parts of a drop with sizes move stock size by size.
+    drop, other = key + ":drop", key + ":drop2"
+    for part in (drop, other):
+        r.execute_command("SECKILL.INIT", part, "VARIANTS", "2", "42", "5", "43", "5")
+    assert sk.take(drop, 2, "d1", to=other, variant="43") == 2
+    assert sk.transfers(drop) == [Transfer("d1", 2, other, "43")]
+    with pytest.raises(RequestIdConflictError):
+        sk.take(drop, 1, "d1", variant="42")  # one transfer id, one transfer of one variant
+    assert sk.add(other, 2, "d1", variant="43") == 7
+    assert sk.settle(drop, "d1", variant="43") is SettleOutcome.SETTLED
+    assert (sk.get(drop, variant="43"), sk.get(other, variant="43")) == (3, 7)
 
 
 def test_transfer_errors(r: redis.Redis, key: str) -> None:

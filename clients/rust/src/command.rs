@@ -803,6 +803,44 @@ pub fn settle<K: ToRedisArgs, T: ToRedisArgs>(key: K, transfer_id: T) -> Cmd {
     cmd
 }
 
+/// `SECKILL.TAKE key qty ID transfer_id [TO destination] VARIANT name` →
+/// `ItemFigure`: `take` out of one variant of a part with variants.
+pub fn take_variant<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs, V: ToRedisArgs>(
+    key: K,
+    qty: i64,
+    transfer_id: T,
+    destination: Option<D>,
+    variant: V,
+) -> Cmd {
+    let mut cmd = take(key, qty, transfer_id, destination);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
+/// `SECKILL.ADD key qty ID transfer_id VARIANT name` → `ItemFigure` (the
+/// variant's stock after the first call)
+pub fn add_transfer_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+    key: K,
+    qty: i64,
+    transfer_id: T,
+    variant: V,
+) -> Cmd {
+    let mut cmd = add_transfer(key, qty, transfer_id);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
+/// `SECKILL.SETTLE key transfer_id VARIANT name` → `SettleOutcome`
+pub fn settle_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+    key: K,
+    transfer_id: T,
+    variant: V,
+) -> Cmd {
+    let mut cmd = settle(key, transfer_id);
+    cmd.arg("VARIANT").arg(variant);
+    cmd
+}
+
 /// `SECKILL.TRANSFERS key` → `Option<Vec<Transfer>>`
 pub fn transfers<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.TRANSFERS", key)

@@ -742,15 +742,28 @@ pub struct Transfer {
     pub transfer_id: String,
     pub units: i64,
     pub destination: Option<String>,
+    /// The variant the units came out of, on an item with variants.
+    pub variant: Option<String>,
 }
 
 impl FromRedisValue for Transfer {
     fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
-        let (transfer_id, units, destination) = FromRedisValue::from_redis_value(value)?;
+        let fields: Vec<Value> = FromRedisValue::from_redis_value(value)?;
+        let mut fields = fields.into_iter();
+        let (Some(transfer_id), Some(units), Some(destination)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            return Err(ParsingError::from("a TRANSFERS entry has 3 or 4 fields"));
+        };
+        let variant = fields.next().map(String::from_redis_value).transpose()?;
+        if fields.next().is_some() {
+            return Err(ParsingError::from("a TRANSFERS entry has 3 or 4 fields"));
+        }
         Ok(Transfer {
-            transfer_id,
-            units,
-            destination,
+            transfer_id: String::from_redis_value(transfer_id)?,
+            units: i64::from_redis_value(units)?,
+            destination: Option::<String>::from_redis_value(destination)?,
+            variant,
         })
     }
 }

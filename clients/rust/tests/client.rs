@@ -756,9 +756,37 @@ fn stock_moves_between_parts_once_per_transfer_id() {
         [Transfer {
             transfer_id: "m1".into(),
             units: 4,
-            destination: Some("p1".into())
+            destination: Some("p1".into()),
+            variant: None,
         }]
     );
+    // The parts of a drop with sizes move stock size by size.
+    for part in ["d0", "d1"] {
+        con.seckill_init(&Init::with_variants(part, [("42", 5), ("43", 5)]))
+            .unwrap();
+    }
+    let taken: Option<i64> = command::take_variant("d0", 2, "dm", Some("d1"), "43")
+        .query::<ItemFigure>(&mut con)
+        .unwrap()
+        .0;
+    assert_eq!(taken, Some(2));
+    assert_eq!(
+        con.seckill_transfers("d0").unwrap().unwrap(),
+        [Transfer {
+            transfer_id: "dm".into(),
+            units: 2,
+            destination: Some("d1".into()),
+            variant: Some("43".into()),
+        }]
+    );
+    let arrived: ItemFigure = command::add_transfer_variant("d1", 2, "dm", "43")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(arrived.0, Some(7));
+    let settled: SettleOutcome = command::settle_variant("d0", "dm", "43")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(settled, SettleOutcome::Settled);
     assert_eq!(con.seckill_add_transfer("p1", 4, "m1").unwrap(), Some(4));
     assert_eq!(con.seckill_add_transfer("p1", 4, "m1").unwrap(), Some(4));
     assert_eq!(

@@ -214,8 +214,8 @@ async function transfersScenario(sk) {
   assert.equal(log(await sk.take(p0, 100, 'move-2', { to: p1 })), 5);
   assert.equal(log(await sk.take(p0, 1, 'move-3')), 0);
   assert.deepEqual(log(await sk.transfers(p0)).map(transfer), [
-    { transferId: 'move-1', units: 4, destination: p1 },
-    { transferId: 'move-2', units: 5, destination: p1 },
+    { transferId: 'move-1', units: 4, destination: p1, variant: null },
+    { transferId: 'move-2', units: 5, destination: p1, variant: null },
   ]);
   assert.deepEqual(log(await sk.transfers(p1)), []);
   assert.equal(log(await sk.add(p1, 4, { transferId: 'move-1' })), 4);
@@ -226,7 +226,7 @@ async function transfersScenario(sk) {
   assert.equal(log(await sk.settle(p0, 'move-3')), SettleOutcome.UNKNOWN); // took nothing: nothing recorded
   assert.equal(log(await sk.settle(p0, 'never-given')), SettleOutcome.UNKNOWN);
   assert.equal(log(await sk.settle(p1, 'move-1')), SettleOutcome.UNKNOWN); // received there, not given out
-  assert.deepEqual(log(await sk.transfers(p0)).map(transfer), [{ transferId: 'move-2', units: 5, destination: p1 }]);
+  assert.deepEqual(log(await sk.transfers(p0)).map(transfer), [{ transferId: 'move-2', units: 5, destination: p1, variant: null }]);
   assert.equal(log(await sk.settle(p0, 'move-2')), SettleOutcome.SETTLED);
   assert.deepEqual(log(await sk.transfers(p0)), []);
   assert.equal(log(await sk.get(p0)), 0);
@@ -253,7 +253,7 @@ async function transfersScenario(sk) {
 
   // Numbers as ids and quantities; no destination.
   assert.equal(log(await sk.take(p1, 1n, 7001)), 1);
-  assert.deepEqual(log(await sk.transfers(p1)).map(transfer), [{ transferId: '7001', units: 1, destination: null }]);
+  assert.deepEqual(log(await sk.transfers(p1)).map(transfer), [{ transferId: '7001', units: 1, destination: null, variant: null }]);
   assert.equal(log(await sk.add(p0, '1', { transferId: 7001n })), 1);
   assert.equal(log(await sk.settle(p1, 7001)), SettleOutcome.SETTLED);
 
@@ -1017,7 +1017,8 @@ async function variantsScenario(sk, admin, { typedDirectly }) {
   await assert.rejects(sk.init('{drop:9}', { s: 1.5 }), RangeError);
   await assert.rejects(sk.init('{drop:9}', { s: true }), TypeError);
   await assert.rejects(sk.init('{drop:9}', { s: 1 }, { variantLimits: 1 }), TypeError);
-  await assert.rejects(sk.add(drop, 1, { transferId: 't-1', variant: 42 }), TypeError);
+  await assert.rejects(sk.settle(drop, 't-1', { size: 42 }), TypeError);
+  await assert.rejects(sk.take(drop, 1, 't-1', { variant: {} }), TypeError);
   await assert.rejects(sk.get(drop, { size: 42 }), TypeError);
   await assert.rejects(sk.deduct(drop, 'cy', 1, { variant: {} }), TypeError);
   assert.throws(() => sk.scanIterator(drop, { variant: [42] }), TypeError);
