@@ -174,7 +174,7 @@ fn command_info_declares_arity_flags_and_key_access() {
         ("seckill.holds", -2, "readonly", &["RO", "access"]),
         ("seckill.info", -2, "readonly", &["RO", "access"]),
         ("seckill.take", -5, "write", &["RW", "access", "update"]),
-        ("seckill.settle", 3, "write", &["RW", "update"]),
+        ("seckill.settle", -3, "write", &["RW", "update"]),
         ("seckill.transfers", 2, "readonly", &["RO", "access"]),
         ("seckill.loadchunk", 3, "write", &["RW", "insert"]),
     ];
