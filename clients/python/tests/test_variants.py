@@ -53,7 +53,9 @@ def test_a_drop_of_sizes_under_one_limit(r: redis.Redis, admin: redis.Redis, key
         sk.init(f"{key}:plain", 5)
         sk.deduct(f"{key}:plain", "cy", variant="42")
     with pytest.raises(TypeError):
-        sk.add(key, 1, "transfer-1", variant="42")
+        sk.take(key, 1, "transfer-1", variant=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        sk.settle(key, "transfer-1", variant=42)  # type: ignore[arg-type]
 
 
 def test_variants_through_a_pipeline_and_asyncio(server, protocol: int, key: str) -> None:  # type: ignore[no-untyped-def]
