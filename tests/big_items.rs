@@ -149,30 +149,43 @@ fn memory_usage_follows_used_memory_as_an_item_grows() {
         (1_000, true),
         (50_000, true),
     ] {
-        // Freed before measuring, also where flushes are lazy by default
-        // (Valkey).
-        ok::<String>(&mut con, &["FLUSHALL", "SYNC"]);
-        wait_for_the_only_client(&mut con);
-        let before = used_memory(&mut con);
-        let mut loader = server.client();
-        ok::<i64>(&mut loader, &["SECKILL.INIT", "sku:grow", "100000000"]);
-        for first in (0..buyers).step_by(10_000) {
-            let users = first..(first + 10_000).min(buyers);
-            if hold {
-                hold_for_an_hour(&mut loader, "sku:grow", users);
-            } else {
-                buy(&mut loader, "sku:grow", users);
+        // A small item is measured up to three times: the server frees
+        // memory of its own on its own schedule (seen: 15 KB while a
+        // 100 KB item was built, on Valkey 9), which lands in one reading
+        // of used_memory and not the next. A miscount of the item shows
+        // in every reading.
+        let mut last = (0.0, 0.0);
+        let agreed = (0..3).any(|_| {
+            // Freed before measuring, also where flushes are lazy by
+            // default (Valkey).
+            ok::<String>(&mut con, &["FLUSHALL", "SYNC"]);
+            wait_for_the_only_client(&mut con);
+            let before = used_memory(&mut con);
+            let mut loader = server.client();
+            ok::<i64>(&mut loader, &["SECKILL.INIT", "sku:grow", "100000000"]);
+            for first in (0..buyers).step_by(10_000) {
+                let users = first..(first + 10_000).min(buyers);
+                if hold {
+                    hold_for_an_hour(&mut loader, "sku:grow", users);
+                } else {
+                    buy(&mut loader, "sku:grow", users);
+                }
             }
-        }
-        drop(loader);
-        wait_for_the_only_client(&mut con);
-        let grown = (used_memory(&mut con) - before) as f64;
-        let reported = ok::<i64>(&mut con, &["MEMORY", "USAGE", "sku:grow"]) as f64;
-        let ratio = reported / grown;
-        eprintln!("{buyers} buyers (holds: {hold}): MEMORY USAGE / used_memory growth {ratio:.3}");
+            drop(loader);
+            wait_for_the_only_client(&mut con);
+            let grown = (used_memory(&mut con) - before) as f64;
+            let reported = ok::<i64>(&mut con, &["MEMORY", "USAGE", "sku:grow"]) as f64;
+            let ratio = reported / grown;
+            eprintln!(
+                "{buyers} buyers (holds: {hold}): MEMORY USAGE / used_memory growth {ratio:.3}"
+            );
+            last = (reported, grown);
+            (0.9..=1.1).contains(&ratio)
+        });
+        let (reported, grown) = last;
         assert!(
-            (0.9..=1.1).contains(&ratio),
-            "{buyers} buyers (holds: {hold}): MEMORY USAGE {reported} against used_memory growth {grown}"
+            agreed,
+            "{buyers} buyers (holds: {hold}): MEMORY USAGE {reported} against used_memory growth {grown}, three times"
         );
     }
 }
