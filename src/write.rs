@@ -118,13 +118,38 @@ pub enum Part<'a> {
     /// The part that recorded this request id (the item itself, for an
     /// unknown id of an item with variants: it records nothing).
     OfRequest(&'a [u8]),
+    /// The variant of this name (or the item's own stock) for a transfer:
+    /// a transfer id names one transfer of one variant, so an id another
+    /// variant recorded is refused, as a request id is.
+    Transfer {
+        variant: Option<&'a [u8]>,
+        transfer_id: &'a [u8],
+    },
 }
 
 /// Where in `item` a write to `part` goes: None for the item itself, or
 /// the index of a variant; or why nowhere.
 pub fn part_index(item: &SaleItem, part: Part) -> Result<Option<usize>, RedisError> {
-    use crate::errors::{ERR_NO_SUCH_VARIANT, ERR_NO_VARIANTS, ERR_VARIANT_NEEDED};
+    use crate::errors::{
+        ERR_NO_SUCH_VARIANT, ERR_NO_VARIANTS, ERR_TRANSFER_OTHER_VARIANT, ERR_VARIANT_NEEDED,
+    };
     match part {
+        Part::Transfer {
+            variant,
+            transfer_id,
+        } => {
+            let index = part_index(item, Part::Variant(variant))?;
+            let elsewhere = |index| {
+                item.variants()
+                    .iter()
+                    .enumerate()
+                    .any(|(place, other)| place != index && other.item.knows_transfer(transfer_id))
+            };
+            if index.is_some_and(elsewhere) {
+                return Err(RedisError::Str(ERR_TRANSFER_OTHER_VARIANT));
+            }
+            Ok(index)
+        }
         Part::Whole => Ok(None),
         Part::Own | Part::Variant(None) if item.has_variants() => {
             Err(RedisError::Str(ERR_VARIANT_NEEDED))

@@ -212,24 +212,21 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 request_id: Some(request_id),
                 hold_until,
             };
-            let verdict = item.judge_deduct_within(order, moment, quota)?;
-            if let Verdict::Change(mut change) = verdict {
-                if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
-                    purchase.replicated_moment = Some(at);
+            let line = match item.judge_deduct_within(order, moment, quota)? {
+                Verdict::Change(mut change) => {
+                    if let (Change::Deduct(purchase), Some(at)) = (&mut change, sent_at) {
+                        purchase.replicated_moment = Some(at);
+                    }
+                    judged.push(Line::Taken);
+                    decisions.push(Some(Decision {
+                        change,
+                        // Replicated once for the whole order, below.
+                        effect: Effect::Nothing,
+                        event: Some(c"seckill.deduct"),
+                        moment,
+                    }));
+                    continue;
                 }
-                judged.push(Line::Taken);
-                decisions.push(Some(Decision {
-                    change,
-                    // Replicated once for the whole order, below.
-                    effect: Effect::Nothing,
-                    event: Some(c"seckill.deduct"),
-                    moment,
-                }));
-                continue;
-            }
-            decisions.push(None);
-            judged.push(match verdict {
-                Verdict::Change(_) => unreachable!("taken above"),
                 Verdict::Answer(Deduction::Replayed { remaining }) => {
                     if deadline.get().is_none() {
                         deadline.set(item.pending_deadline(request_id, moment));
@@ -238,7 +235,9 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 }
                 Verdict::Answer(Deduction::Cancelled) => Line::Known(CANCELLED),
                 Verdict::Answer(refusal) => Line::Refused(deduction_reply(refusal)),
-            });
+            };
+            decisions.push(None);
+            judged.push(line);
         }
         let known = judged.iter().any(|line| matches!(line, Line::Known(_)));
         let new = judged.iter().any(|line| match line {
@@ -384,25 +383,24 @@ pub fn mconfirm(ctx: &Context, args: &[Arg]) -> RedisResult {
                     decisions.push(None);
                     return Line::Refused(NO_SUCH_ITEM);
                 };
-                let verdict = item.judge_confirm(order.request_id, moment);
-                if let Verdict::Change(change) = verdict {
-                    decisions.push(Some(Decision {
-                        change,
-                        effect: Effect::Rewritten(rewrite),
-                        event: Some(c"seckill.confirm"),
-                        moment,
-                    }));
-                    return Line::Taken;
-                }
-                decisions.push(None);
-                match verdict {
-                    Verdict::Change(_) => unreachable!("taken above"),
+                let line = match item.judge_confirm(order.request_id, moment) {
+                    Verdict::Change(change) => {
+                        decisions.push(Some(Decision {
+                            change,
+                            effect: Effect::Rewritten(rewrite),
+                            event: Some(c"seckill.confirm"),
+                            moment,
+                        }));
+                        return Line::Taken;
+                    }
                     Verdict::Answer(Confirmation::AlreadyConfirmed) => Line::Known(0),
                     Verdict::Answer(_) if order.detail => {
                         Line::Refused(why_not(item, order.request_id, moment, CANCELLED))
                     }
                     Verdict::Answer(_) => Line::Refused(CANCELLED),
-                }
+                };
+                decisions.push(None);
+                line
             })
             .collect();
         let refused = judged.iter().any(|line| matches!(line, Line::Refused(_)));

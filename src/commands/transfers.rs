@@ -5,49 +5,8 @@ use super::*;
 use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, SaleItem, Take, Verdict, MAX_DESTINATION_LEN};
 use crate::server::{Arg, ItemKey};
-use crate::write::{
-    master_decided, part_index, vouch_whole, write_opened, Decision, Effect, Judgement, Part,
-    NO_SUCH_ITEM,
-};
+use crate::write::{master_decided, write_part, Decision, Effect, Judgement, Part};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
-
-/// [`crate::write::write_item`] for a transfer of the part `variant` names
-/// of the item at `name` (its own stock if none is named): a transfer id
-/// names one transfer of one variant, so an id another variant recorded
-/// is refused, as a request id is.
-fn write_transfer<'a>(
-    ctx: &Context,
-    name: &Arg,
-    variant: Option<&[u8]>,
-    transfer_id: &[u8],
-    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
-    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
-) -> RedisResult {
-    let mut key = ItemKey::open_read(ctx, name);
-    let Some(item) = key.item_mut()? else {
-        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
-    };
-    let index = part_index(item, Part::Variant(variant))?;
-    if let Some(index) = index {
-        let elsewhere = item
-            .variants()
-            .iter()
-            .enumerate()
-            .any(|(place, other)| place != index && other.item.knows_transfer(transfer_id));
-        if elsewhere {
-            return Err(RedisError::Str(ERR_TRANSFER_OTHER_VARIANT));
-        }
-    }
-    let part = match index {
-        Some(index) => item
-            .variant_mut(index)
-            .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?,
-        None => &mut *item,
-    };
-    let reply = write_opened(ctx, name, part, judge, reply);
-    vouch_whole(item);
-    reply
-}
 
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part
 /// of a split item, added once per transfer id. Replies the stock after
@@ -62,11 +21,13 @@ pub(super) fn receive_transfer(
 ) -> RedisResult {
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    write_transfer(
+    write_part(
         ctx,
         name,
-        variant.map(Arg::as_bytes),
-        transfer_id,
+        Part::Transfer {
+            variant: variant.map(Arg::as_bytes),
+            transfer_id,
+        },
         move |item, moment| {
             let moment = moment.or_decided(decided_at);
             let change = match item.judge_transfer_in(transfer_id, qty, moment)? {
@@ -143,11 +104,13 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
-    write_transfer(
+    write_part(
         ctx,
         name,
-        variant.map(Arg::as_bytes),
-        transfer_id,
+        Part::Transfer {
+            variant: variant.map(Arg::as_bytes),
+            transfer_id,
+        },
         move |item, moment| {
             let change = match item.judge_take(take)? {
                 Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
@@ -193,11 +156,13 @@ pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
         _ => return Err(RedisError::WrongArity),
     };
     let transfer_id = id(transfer_id, ERR_BAD_TRANSFER)?;
-    write_transfer(
+    write_part(
         ctx,
         name,
-        variant,
-        transfer_id,
+        Part::Transfer {
+            variant,
+            transfer_id,
+        },
         |item, moment| {
             Ok(match item.judge_settle(transfer_id) {
                 Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
