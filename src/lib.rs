@@ -591,6 +591,18 @@ const COMMANDS: [Command; stats::COMMANDS] = [
                 ],
             },
         },
+        Command {
+            name: c"seckill.variants",
+            entry_point: entry_point!(commands::variants, Variants),
+            flags: c"readonly fast",
+            docs: Docs {
+                summary: c"Returns each variant of a sale item with its remaining stock",
+                complexity: c"O(V) where V is the number of variants (64 at most)",
+                arity: 2,
+                keys: ITEM_READ,
+                args: &[KEY],
+            },
+        },
 ];
 
 // A table entry out of its id's place would count its calls under another

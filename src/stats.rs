@@ -62,9 +62,10 @@ pub enum CommandId {
     Mdeduct,
     Mconfirm,
     Mrefund,
+    Variants,
 }
 
-pub const COMMANDS: usize = CommandId::Mrefund as usize + 1;
+pub const COMMANDS: usize = CommandId::Variants as usize + 1;
 
 /// Calls of each command, by its `CommandId`.
 pub static CALLS: [Counter; COMMANDS] = [const { Counter::new() }; COMMANDS];

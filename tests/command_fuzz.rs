@@ -205,7 +205,8 @@ fn seckill_call(rng: &mut Rng) -> Args {
             let mut args = match rng.below(3) {
                 0 => vec![b("SECKILL.ADD"), key, qty(rng), b("ID"), request(rng)],
                 1 => vec![b("SECKILL.SETTLE"), key, request(rng)],
-                _ => return vec![b("SECKILL.TRANSFERS"), key],
+                _ if rng.percent(50) => return vec![b("SECKILL.TRANSFERS"), key],
+                _ => return vec![b("SECKILL.VARIANTS"), key],
             };
             if rng.percent(40) {
                 args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);

@@ -466,7 +466,12 @@ fn command_metadata_names_the_key_and_the_flags() {
         "seckill.window",
         "seckill.stream",
     ];
-    let reads = ["seckill.get", "seckill.bought", "seckill.info"];
+    let reads = [
+        "seckill.get",
+        "seckill.bought",
+        "seckill.info",
+        "seckill.variants",
+    ];
     // Commands without the fast flag still name their key.
     for name in ["seckill.release", "seckill.holds", "seckill.loadchunk"] {
         let reply: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", name]);

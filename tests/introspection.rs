@@ -160,7 +160,7 @@ fn command_info_declares_arity_flags_and_key_access() {
     let server = Server::start();
     let mut con = server.client();
     // (command, arity, flag, key flags)
-    let cases: [(&str, i64, &str, &[&str]); 16] = [
+    let cases: [(&str, i64, &str, &[&str]); 17] = [
         ("seckill.init", -3, "write", &["RW", "insert"]),
         ("seckill.add", -3, "write", &["RW", "access", "update"]),
         ("seckill.deduct", -4, "write", &["RW", "access", "update"]),
@@ -176,6 +176,7 @@ fn command_info_declares_arity_flags_and_key_access() {
         ("seckill.take", -5, "write", &["RW", "access", "update"]),
         ("seckill.settle", -3, "write", &["RW", "update"]),
         ("seckill.transfers", 2, "readonly", &["RO", "access"]),
+        ("seckill.variants", 2, "readonly", &["RO", "access"]),
         ("seckill.loadchunk", 3, "write", &["RW", "insert"]),
     ];
     for (command, arity, flag, key_flags) in cases {
@@ -365,6 +366,7 @@ fn info_seckill_counts_calls_sales_refusals_holds_and_events() {
         ("mdeduct_calls", 0),
         ("mconfirm_calls", 0),
         ("mrefund_calls", 0),
+        ("variants_calls", 0),
         ("units_sold", 4),
         ("units_refunded", 2),
         ("units_added", 3),

@@ -336,6 +336,81 @@ fn holds_lapse_refund_and_confirm_per_variant_alike_on_a_replica_the_aof_and_a_r
     assert_eq!(info_field(&mut con, "{tee}:copy", "stream_confirmed"), 0);
 }
 
+/// `VARIANTS` as (name, stock) pairs.
+fn variants(con: &mut Connection, key: &str) -> Option<Vec<(String, i64)>> {
+    let reply: Option<Vec<(String, i64)>> = ok(con, &["SECKILL.VARIANTS", key]);
+    reply
+}
+
+#[test]
+fn variants_names_each_size_with_its_stock_in_init_order() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            "{v}",
+            "VARIANTS",
+            "3",
+            "9",
+            "3",
+            "10",
+            "2",
+            "8",
+            "UNLIMITED",
+            "LIMIT",
+            "5",
+        ],
+    );
+    ok::<i64>(
+        &mut con,
+        &["SECKILL.DEDUCT", "{v}", "a", "1", "VARIANT", "10"],
+    );
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.DEDUCT",
+            "{v}",
+            "b",
+            "2",
+            "ID",
+            "r1",
+            "VARIANT",
+            "9",
+            "HOLD",
+            "600",
+        ],
+    );
+    let listed = variants(&mut con, "{v}").expect("an item");
+    let names: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["9", "10", "8"], "the order INIT named them in");
+    for (name, stock) in &listed {
+        let single: i64 = ok(&mut con, &["SECKILL.GET", "{v}", "VARIANT", name]);
+        assert_eq!(*stock, single, "variant {name}");
+    }
+    assert_eq!(listed[0].1, 1);
+    assert_eq!(listed[1].1, 1);
+    // A refunded hold's units are back in the stock VARIANTS reports.
+    ok::<i64>(&mut con, &["SECKILL.REFUND", "{v}", "r1"]);
+    assert_eq!(
+        variants(&mut con, "{v}").expect("an item")[0],
+        ("9".into(), 3)
+    );
+    ok::<i64>(&mut con, &["SECKILL.INIT", "{v}:plain", "5"]);
+    assert_eq!(variants(&mut con, "{v}:plain"), Some(vec![]));
+    assert_eq!(variants(&mut con, "{v}:none"), None);
+    ok::<String>(&mut con, &["SET", "{v}:string", "x"]);
+    assert_eq!(
+        error(&mut con, &["SECKILL.VARIANTS", "{v}:string"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(
+        error(&mut con, &["SECKILL.VARIANTS", "{v}", "extra"]),
+        "ERR wrong number of arguments for 'seckill.variants' command"
+    );
+}
+
 #[test]
 fn refusals_name_their_cause_and_change_nothing() {
     let server = Server::start();

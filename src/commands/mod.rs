@@ -16,7 +16,7 @@ pub use import::import;
 pub use items::{add, init, init_stream_position, stream, window};
 pub use load_chunk::{load_chunk, on_loading_event};
 pub use orders::{mconfirm, mdeduct, mrefund, MAX_ORDER_LINES};
-pub use reads::{bought, get, holds, info, scan, status};
+pub use reads::{bought, get, holds, info, scan, status, variants};
 pub use sales::{confirm, deduct, refund, release};
 pub use transfers::{settle, take, transfers};
 

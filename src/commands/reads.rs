@@ -216,12 +216,40 @@ pub fn get(ctx: &Context, args: &[Arg]) -> RedisResult {
         Some(item) if item.has_variants() => {
             RedisValue::Integer(item.total_stats_at(now_ms()).stock)
         }
-        Some(item) if item.next_deadline().is_some() => {
-            RedisValue::Integer(item.remaining_at(now_ms()))
-        }
-        Some(item) => RedisValue::Integer(item.remaining()),
+        Some(item) => RedisValue::Integer(stock_now(item)),
         None => RedisValue::Null,
     })
+}
+
+/// The stock of `item` (one without variants) now, lapsed holds given
+/// back: what `GET` replies.
+fn stock_now(item: &SaleItem) -> i64 {
+    if item.next_deadline().is_some() {
+        item.remaining_at(now_ms())
+    } else {
+        item.remaining()
+    }
+}
+
+/// SECKILL.VARIANTS key: each variant's name and stock, in the order INIT
+/// named them, as `HGETALL` replies a hash (a map under RESP3); empty for
+/// an item without variants, nil without an item. What a rebalancer or a
+/// storefront needs to learn a drop's sizes from the drop itself.
+pub fn variants(ctx: &Context, args: &[Arg]) -> RedisResult {
+    let [_, name] = args else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item()? else {
+        return Ok(RedisValue::Null);
+    };
+    let variants = item.variants();
+    reply::map(ctx, variants.len());
+    for variant in variants {
+        reply::bytes(ctx, &variant.name);
+        reply::integer(ctx, stock_now(&variant.item));
+    }
+    Ok(RedisValue::NoReply)
 }
 
 /// SECKILL.BOUGHT key user [VARIANT name]: the units `user` holds; of an
