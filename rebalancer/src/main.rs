@@ -25,7 +25,10 @@
 //!    finish: it is reported and left open (see `foreign`);
 //! 2. it reads each part's stock and makes the moves `plan::moves` picks:
 //!    `TAKE` (up to the units asked, once per transfer id), `ADD ... ID`
-//!    with the units taken, `SETTLE`.
+//!    with the units taken, `SETTLE`. The parts of a drop with variants
+//!    (`INIT ... VARIANTS`) are balanced size by size: `VARIANTS` names
+//!    each part's sizes and their stock, and every move names its size
+//!    (`VARIANT`).
 //!
 //! Two movers are safe: a `TAKE` takes units out of the stock, so no two
 //! moves ever take the same units, and every transfer id (unique per move:
@@ -43,7 +46,7 @@
 
 mod plan;
 
-use plan::{moves, transfer_id, Watermarks};
+use plan::{columns, moves, transfer_id, Shelf, Watermarks};
 use redis::cluster::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Connection, ConnectionLike};
@@ -478,7 +481,8 @@ fn holds_lease<C: Acknowledged>(
 }
 
 /// One round for one item: finish open transfers, then make the moves
-/// the parts' stock calls for.
+/// the parts' stock calls for, stock by stock (each variant of a drop on
+/// its own).
 fn balance<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
@@ -495,54 +499,109 @@ fn balance<C: Acknowledged>(
             blocked.push(index);
         }
     }
-    let mut stocks = Vec::with_capacity(parts.len());
+    let mut shelves = Vec::with_capacity(parts.len());
     for part in parts {
-        // A part that is missing, unlimited or of another type neither
-        // gives nor receives.
-        let stock = match con.seckill_info(part) {
-            Ok(info) => info.filter(|info| !info.unlimited).map(|info| info.stock),
-            Err(seckill_client::Error::Seckill(err)) => {
-                mover.report(format!("part {part} is skipped: {err}"));
-                None
-            }
-            Err(err) => return Err(err),
-        };
-        stocks.push(stock);
+        shelves.push(shelf(con, mover, part)?);
     }
-    for planned in moves(&stocks, mover.config.marks) {
-        if blocked.contains(&planned.from) {
-            continue;
-        }
-        let (from, to) = (&parts[planned.from], &parts[planned.to]);
-        let id = mover.next_transfer_id();
-        let taken = match con.seckill_take(from, planned.units, &id, Some(to)) {
-            Ok(Some(taken)) => taken,
-            Ok(None) => continue,
-            Err(seckill_client::Error::Seckill(err)) => {
-                mover.report(format!("TAKE from {from}: {err}"));
+    for (variant, stocks) in columns(&shelves) {
+        let variant = variant.as_deref();
+        for planned in moves(&stocks, mover.config.marks) {
+            if blocked.contains(&planned.from) {
                 continue;
             }
-            Err(err) => return Err(err),
-        };
-        if taken > 0 {
-            // Left open, it is finished (or waited for) by a later round.
-            deliver(con, mover, from, to, &id, taken)?;
+            let (from, to) = (&parts[planned.from], &parts[planned.to]);
+            let id = mover.next_transfer_id();
+            let taken = match variant {
+                None => con.seckill_take(from, planned.units, &id, Some(to)),
+                Some(name) => con.seckill_take_variant(from, planned.units, &id, Some(to), name),
+            };
+            let taken = match taken {
+                Ok(Some(taken)) => taken,
+                Ok(None) => continue,
+                Err(seckill_client::Error::Seckill(err)) => {
+                    mover.report(format!("TAKE from {from}{}: {err}", of_variant(variant)));
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
+            if taken > 0 {
+                // Left open, it is finished (or waited for) by a later round.
+                deliver(
+                    con,
+                    mover,
+                    Transfer {
+                        from,
+                        to,
+                        id: &id,
+                        units: taken,
+                        variant,
+                    },
+                )?;
+            }
         }
     }
     Ok(())
 }
 
-/// Adds `units` to `to` once under `id`, then closes the transfer at
-/// `from`, once `from`'s TAKE is on enough replicas. Anything that stops
-/// it leaves the transfer open, for a later round: then false.
+/// What `part` sells: one stock, or a drop's variants each with its own.
+/// A part that is missing, of another type or unlimited neither gives nor
+/// receives.
+fn shelf<C: Acknowledged>(
+    con: &mut C,
+    mover: &mut Mover,
+    part: &str,
+) -> seckill_client::Result<Shelf> {
+    let info = match con.seckill_info(part) {
+        Ok(Some(info)) => info,
+        Ok(None) => return Ok(Shelf::Absent),
+        Err(seckill_client::Error::Seckill(err)) => {
+            mover.report(format!("part {part} is skipped: {err}"));
+            return Ok(Shelf::Absent);
+        }
+        Err(err) => return Err(err),
+    };
+    if info.variants == 0 {
+        return Ok(Shelf::Own((!info.unlimited).then_some(info.stock)));
+    }
+    Ok(match con.seckill_variants(part)? {
+        Some(variants) => Shelf::Variants(variants),
+        // Deleted between the two reads.
+        None => Shelf::Absent,
+    })
+}
+
+/// " (variant NAME)", or nothing for an item's own stock: for the log.
+fn of_variant(variant: Option<&str>) -> String {
+    variant.map_or_else(String::new, |name| format!(" (variant {name})"))
+}
+
+/// One transfer between two parts of an item.
+#[derive(Clone, Copy)]
+struct Transfer<'a> {
+    from: &'a str,
+    to: &'a str,
+    id: &'a str,
+    units: i64,
+    /// The variant moved, for a drop's parts; `None` for an item's own stock.
+    variant: Option<&'a str>,
+}
+
+/// Adds the transfer's units to its destination once under its id, then
+/// closes it at its source, once the source's TAKE is on enough replicas.
+/// Anything that stops it leaves the transfer open, for a later round:
+/// then false.
 fn deliver<C: Acknowledged>(
     con: &mut C,
     mover: &mut Mover,
-    from: &str,
-    to: &str,
-    id: &str,
-    units: i64,
+    transfer: Transfer,
 ) -> seckill_client::Result<bool> {
+    let Transfer {
+        from,
+        to,
+        id,
+        units,
+        variant,
+    } = transfer;
     let config = mover.config;
     if config.wait_replicas > 0 {
         let acknowledged = con.wait_replicas(from, config.wait_replicas, config.wait_timeout)?;
@@ -554,7 +613,11 @@ fn deliver<C: Acknowledged>(
             return Ok(false);
         }
     }
-    match con.seckill_add_transfer(to, units, id) {
+    let added = match variant {
+        None => con.seckill_add_transfer(to, units, id),
+        Some(name) => con.seckill_add_transfer_variant(to, units, id, name),
+    };
+    match added {
         Ok(Some(_)) => {}
         Ok(None) => {
             mover.report(format!(
@@ -564,13 +627,18 @@ fn deliver<C: Acknowledged>(
         }
         Err(seckill_client::Error::Seckill(err)) => {
             mover.report(format!(
-                "transfer {id} from {from} to {to} stays open: {err}"
+                "transfer {id} from {from} to {to}{} stays open: {err}",
+                of_variant(variant)
             ));
             return Ok(false);
         }
         Err(err) => return Err(err),
     }
-    match con.seckill_settle(from, id)? {
+    let settled = match variant {
+        None => con.seckill_settle(from, id)?,
+        Some(name) => con.seckill_settle_variant(from, id, name)?,
+    };
+    match settled {
         SettleOutcome::Settled | SettleOutcome::AlreadySettled => {}
         other => mover.report(format!("SETTLE {from} {id}: {other:?}")),
     }
@@ -604,7 +672,14 @@ fn finish_open_transfers<C: Acknowledged>(
                 continue;
             }
         };
-        all_closed &= deliver(con, mover, source, &to, id, transfer.units)?;
+        let transfer = Transfer {
+            from: source,
+            to: &to,
+            id,
+            units: transfer.units,
+            variant: transfer.variant.as_deref(),
+        };
+        all_closed &= deliver(con, mover, transfer)?;
     }
     Ok(all_closed)
 }

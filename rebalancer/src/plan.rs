@@ -56,6 +56,59 @@ pub fn moves(stocks: &[Option<i64>], marks: Watermarks) -> Vec<Move> {
     planned
 }
 
+/// What one part of an item sells, as the rebalancer reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shelf {
+    /// No item here, or one that cannot be read: it neither gives nor
+    /// receives.
+    Absent,
+    /// One stock; `None` if unlimited (nothing to move).
+    Own(Option<i64>),
+    /// A drop's variants (sizes, colours), each name with its stock.
+    Variants(Vec<(String, i64)>),
+}
+
+/// The stocks to balance, one column per stock the parts share: the
+/// parts' own stock (`None`) and each variant by name, in the order the
+/// parts first name them. A part that lacks a stock, or holds an unlimited
+/// one, is `None` in that column: a size moves only between parts that
+/// sell it, and never into or out of a part without sizes.
+pub fn columns(shelves: &[Shelf]) -> Vec<(Option<String>, Vec<Option<i64>>)> {
+    let mut columns: Vec<(Option<String>, Vec<Option<i64>>)> = Vec::new();
+    let mut column = |name: Option<&str>| -> usize {
+        if let Some(at) = columns.iter().position(|(n, _)| n.as_deref() == name) {
+            return at;
+        }
+        columns.push((name.map(str::to_owned), vec![None; shelves.len()]));
+        columns.len() - 1
+    };
+    let mut cells = Vec::new();
+    for (part, shelf) in shelves.iter().enumerate() {
+        match shelf {
+            Shelf::Absent => {}
+            Shelf::Own(stock) => cells.push((column(None), part, *stock)),
+            Shelf::Variants(variants) => {
+                for (name, stock) in variants {
+                    let limited = (*stock != UNLIMITED_STOCK).then_some(*stock);
+                    cells.push((column(Some(name)), part, limited));
+                }
+            }
+        }
+    }
+    for (at, part, stock) in cells {
+        if let Some(cell) = columns
+            .get_mut(at)
+            .and_then(|(_, stocks)| stocks.get_mut(part))
+        {
+            *cell = stock;
+        }
+    }
+    columns
+}
+
+/// The stock the module reports for an unlimited item or variant.
+const UNLIMITED_STOCK: i64 = i64::MAX;
+
 /// The transfer id of a mover's `sequence`-th move: the mover's name and
 /// the moment it started make ids unique across movers and restarts, so an
 /// id never meets a transfer recorded by another move, even in a part
@@ -152,6 +205,41 @@ mod tests {
                 units: 5
             }]
         );
+    }
+
+    fn sizes(stocks: &[(&str, i64)]) -> Shelf {
+        Shelf::Variants(
+            stocks
+                .iter()
+                .map(|(name, stock)| ((*name).to_owned(), *stock))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn each_size_is_a_column_of_the_parts_that_sell_it() {
+        let shelves = [
+            sizes(&[("42", 5), ("43", 0)]),
+            Shelf::Absent,
+            sizes(&[("43", 9), ("44", i64::MAX)]),
+            Shelf::Own(Some(7)),
+        ];
+        assert_eq!(
+            columns(&shelves),
+            [
+                (Some("42".to_owned()), vec![Some(5), None, None, None]),
+                (Some("43".to_owned()), vec![Some(0), None, Some(9), None]),
+                (Some("44".to_owned()), vec![None, None, None, None]),
+                (None, vec![None, None, None, Some(7)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn parts_without_sizes_make_one_column() {
+        let shelves = [Shelf::Own(Some(1)), Shelf::Own(None), Shelf::Own(Some(8))];
+        assert_eq!(columns(&shelves), [(None, vec![Some(1), None, Some(8)])]);
+        assert!(columns(&[Shelf::Absent, Shelf::Absent]).is_empty());
     }
 
     #[test]

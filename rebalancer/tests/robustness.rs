@@ -203,6 +203,74 @@ fn a_move_waiting_for_a_replica_is_not_taken_again_every_round() {
     assert_eq!((stock(&mut con, "w:0"), stock(&mut con, "w:1")), (50, 0));
 }
 
+/// `VARIANTS` of `key`: each size with its stock.
+fn sizes(con: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
+    con.seckill_variants(key).unwrap().unwrap_or_default()
+}
+
+fn owned(sizes: &[(&str, i64)]) -> Vec<(String, i64)> {
+    sizes
+        .iter()
+        .map(|(name, stock)| ((*name).to_owned(), *stock))
+        .collect()
+}
+
+#[test]
+fn a_drop_is_balanced_size_by_size_and_an_open_move_of_a_size_is_finished() {
+    let server = Server::start();
+    let mut con = server.client();
+    let init = |key: &str, sizes: &[&str]| {
+        let mut args = vec!["SECKILL.INIT", key, "VARIANTS"];
+        let count = (sizes.len() / 2).to_string();
+        args.push(&count);
+        args.extend_from_slice(sizes);
+        args.extend(["LIMIT", "1"]);
+        let mut con = server.client();
+        ok::<i64>(&mut con, &args);
+    };
+    init("d:0", &["42", "100", "43", "0"]);
+    init("d:1", &["42", "0", "43", "40", "44", "7"]);
+    // A mover killed between its TAKE of size 42 and the ADD: the next one
+    // finishes that move, of that size, from what the part recorded.
+    let taken = con
+        .seckill_take_variant("d:0", 1, "rb:gone:1:1", Some("d:1"), "42")
+        .unwrap();
+    assert_eq!(taken, Some(1));
+    let _rebalancer = Rebalancer::start(&server, &["d:0,d:1"]);
+    wait_until("every size to be balanced", Duration::from_secs(10), || {
+        sizes(&mut con, "d:0") == owned(&[("42", 50), ("43", 20)])
+            && sizes(&mut con, "d:1") == owned(&[("42", 50), ("43", 20), ("44", 7)])
+    });
+    for part in ["d:0", "d:1"] {
+        let open = con.seckill_transfers(part).unwrap().unwrap();
+        assert!(open.is_empty(), "{part}: {open:?}");
+        // Every unit moved is counted out of one part and into the other,
+        // size by size.
+        for size in ["42", "43"] {
+            let info = con.seckill_info_variant(part, size).unwrap().unwrap();
+            assert_eq!(
+                info.initial + info.added + info.moved_in - info.moved_out - info.sold,
+                info.stock,
+                "{part} size {size}: {info:?}"
+            );
+        }
+    }
+    let moved_in = |con: &mut redis::Connection, size: &str| {
+        con.seckill_info_variant("d:1", size)
+            .unwrap()
+            .unwrap()
+            .moved_in
+    };
+    assert_eq!(moved_in(&mut con, "42"), 50);
+    assert_eq!(
+        con.seckill_info_variant("d:0", "43")
+            .unwrap()
+            .unwrap()
+            .moved_in,
+        20
+    );
+}
+
 /// An environment variable and its value.
 type Variable<'a> = (&'a str, &'a str);
 

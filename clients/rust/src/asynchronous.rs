@@ -368,6 +368,48 @@ pub trait AsyncSeckillCommands: redis::aio::ConnectionLike + Send + Sized {
     ) -> impl Future<Output = Result<Option<Vec<Transfer>>>> + Send {
         query(command::transfers(key), self)
     }
+
+    /// See `SeckillCommands::seckill_take_variant`.
+    fn seckill_take_variant<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        destination: Option<D>,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::take_variant(key, qty, transfer_id, destination, variant);
+        async move { query::<ItemFigure, _>(cmd, self).await.map(|f| f.0) }
+    }
+
+    /// See `SeckillCommands::seckill_add_transfer_variant`.
+    fn seckill_add_transfer_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        variant: V,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let cmd = command::add_transfer_variant(key, qty, transfer_id, variant);
+        async move { query::<ItemFigure, _>(cmd, self).await.map(|f| f.0) }
+    }
+
+    fn seckill_settle_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        transfer_id: T,
+        variant: V,
+    ) -> impl Future<Output = Result<SettleOutcome>> + Send {
+        query(command::settle_variant(key, transfer_id, variant), self)
+    }
+
+    /// See `SeckillCommands::seckill_variants`.
+    fn seckill_variants<K: ToRedisArgs>(
+        &mut self,
+        key: K,
+    ) -> impl Future<Output = Result<Option<Vec<(String, i64)>>>> + Send {
+        query(command::variants(key), self)
+    }
 }
 
 impl<C: redis::aio::ConnectionLike + Send> AsyncSeckillCommands for C {}

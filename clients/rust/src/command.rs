@@ -841,6 +841,13 @@ pub fn settle_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
     cmd
 }
 
+/// `SECKILL.VARIANTS key` → `Option<Vec<(String, i64)>>`: each variant's
+/// name and stock, in the order `INIT` named them (empty for an item
+/// without variants)
+pub fn variants<K: ToRedisArgs>(key: K) -> Cmd {
+    keyed("SECKILL.VARIANTS", key)
+}
+
 /// `SECKILL.TRANSFERS key` → `Option<Vec<Transfer>>`
 pub fn transfers<K: ToRedisArgs>(key: K) -> Cmd {
     keyed("SECKILL.TRANSFERS", key)

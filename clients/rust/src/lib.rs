@@ -461,6 +461,47 @@ pub trait SeckillCommands: redis::ConnectionLike + Sized {
     fn seckill_transfers<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<Vec<Transfer>>> {
         query(command::transfers(key), self)
     }
+
+    /// Units of one variant taken out of this part; `None` without an item.
+    fn seckill_take_variant<K: ToRedisArgs, T: ToRedisArgs, D: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        destination: Option<D>,
+        variant: V,
+    ) -> Result<Option<i64>> {
+        let cmd = command::take_variant(key, qty, transfer_id, destination, variant);
+        query::<ItemFigure>(cmd, self).map(|f| f.0)
+    }
+
+    /// Units of one variant received once per transfer id: the variant's
+    /// stock after the first call; `None` without an item.
+    fn seckill_add_transfer_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        qty: i64,
+        transfer_id: T,
+        variant: V,
+    ) -> Result<Option<i64>> {
+        let cmd = command::add_transfer_variant(key, qty, transfer_id, variant);
+        query::<ItemFigure>(cmd, self).map(|f| f.0)
+    }
+
+    fn seckill_settle_variant<K: ToRedisArgs, T: ToRedisArgs, V: ToRedisArgs>(
+        &mut self,
+        key: K,
+        transfer_id: T,
+        variant: V,
+    ) -> Result<SettleOutcome> {
+        query(command::settle_variant(key, transfer_id, variant), self)
+    }
+
+    /// Each variant's name and stock, in the order `INIT` named them
+    /// (empty for an item without variants); `None` without an item.
+    fn seckill_variants<K: ToRedisArgs>(&mut self, key: K) -> Result<Option<Vec<(String, i64)>>> {
+        query(command::variants(key), self)
+    }
 }
 
 impl<C: redis::ConnectionLike> SeckillCommands for C {}
