@@ -514,6 +514,11 @@ export interface SeckillCommandSet<R extends { [K in keyof SeckillValues]: unkno
   settle(key: SeckillKey, transferId: SeckillId, options?: SettleOptions): R['settle'];
   /** SECKILL.TRANSFERS: the transfers given out and not settled, by transfer id; null if no item. */
   transfers(key: SeckillKey): R['transfers'];
+  /**
+   * SECKILL.VARIANTS: each variant's name and stock, in the order INIT named
+   * them (an empty Map for an item without variants); null if no item.
+   */
+  variants(key: SeckillKey): R['variants'];
 }
 
 /** What each command's reply becomes. */
@@ -538,6 +543,7 @@ export interface SeckillValues {
   take: number | null;
   settle: SettleOutcome;
   transfers: Transfer[] | null;
+  variants: Map<string | Buffer, number> | null;
 }
 
 /** deduct, confirm, refund and the order commands with a wait: each resolves to a Durable of its usual value. */
@@ -617,7 +623,8 @@ export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   /** The index of the user's part. */
   partFor(user: SeckillId): number;
   /** Creates every part with its share of `totalStock` (part i: floor(total / n), +1 for i < total % n); per part, true if created. */
-  init(totalStock: SeckillInt, options?: InitOptions): Promise<boolean[]>;
+  /** Every part with an even share of `totalStock`, or of each size of a drop (an object or a Map of size to stock). */
+  init(totalStock: SeckillStocks, options?: InitOptions): Promise<boolean[]>;
   /** SECKILL.DEDUCT on the user's part (with a wait: a Durable). */
   deduct(user: SeckillId, qty: SeckillInt | null | undefined, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
   deduct(user: SeckillId, options: DeductOptions & WaitOptions): Promise<Durable<DeductResult>>;
@@ -634,6 +641,8 @@ export declare class SplitItem<C extends SplitItemClient = SplitItemClient> {
   stock(): Promise<number | null>;
   /** SECKILL.INFO of every part, in order (null for a missing part). */
   info(): Promise<Array<ItemInfo | null>>;
+  /** Each size of a split drop with its stock summed over the parts; null if no part exists. */
+  variants(): Promise<Map<string | Buffer, number> | null>;
 }
 
 // ---- carts across shards ------------------------------------------------------

@@ -22,6 +22,7 @@ const {
   toIntegerOrNull,
   parseHolds,
   parseTransfers,
+  parseVariants,
   parseConfirm,
   parseSettle,
   parseScan,
@@ -503,6 +504,7 @@ const COMMANDS = [
     build: buildKeyOnly,
     parse: parseTransfers,
   },
+  { method: 'variants', name: 'SECKILL.VARIANTS', readonly: true, build: buildKeyOnly, parse: parseVariants },
 ];
 
 module.exports = {

@@ -121,9 +121,9 @@ class SplitItem {
     if (options !== undefined && options !== null && !isOptions(options)) {
       throw new TypeError('the options of SplitItem.init must be an object');
     }
-    const total = totalOf(totalStock);
-    const n = BigInt(this.parts.length);
-    const shares = this.parts.map((_, i) => (total / n + (BigInt(i) < total % n ? 1n : 0n)).toString());
+    const shares = isOptions(totalStock) || totalStock instanceof Map
+      ? splitVariants(totalStock, this.parts.length)
+      : shareOut(totalOf(totalStock), this.parts.length);
     return Promise.all(this.parts.map((part, i) => this.#sk.init(part, shares[i], options)));
   }
 
@@ -173,6 +173,48 @@ class SplitItem {
   info() {
     return Promise.all(this.parts.map((part) => this.#sk.info(part)));
   }
+
+  /**
+   * Each size of a split drop with its stock over all parts (missing parts
+   * count 0; UNLIMITED_STOCK for a size unlimited in a part): a Map in the
+   * order the parts name the sizes, empty for an item without sizes, null if
+   * no part exists.
+   * @returns {Promise<Map<string|Buffer, number>|null>}
+   */
+  async variants() {
+    const listed = await Promise.all(this.parts.map((part) => this.#sk.variants(part)));
+    let total = null;
+    for (const sizes of listed) {
+      if (sizes === null) continue;
+      total ??= new Map();
+      for (const [name, stock] of sizes) {
+        const sum = total.get(name);
+        total.set(name, stock === UNLIMITED_STOCK || sum === UNLIMITED_STOCK ? UNLIMITED_STOCK : (sum ?? 0) + stock);
+      }
+    }
+    return total;
+  }
 }
 
-module.exports = { SplitItem, fnv1a32 };
+// total shared over n parts: floor(total / n) each, one more for the first
+// total % n, as decimal strings.
+function shareOut(total, n) {
+  const count = BigInt(n);
+  return Array.from({ length: n }, (_, i) => (total / count + (BigInt(i) < total % count ? 1n : 0n)).toString());
+}
+
+// A drop's sizes (an object or a Map of name to stock) shared over n parts
+// size by size; an UNLIMITED size is unlimited in every part. One Map per
+// part, in the sizes' order.
+function splitVariants(sizes, n) {
+  const entries = sizes instanceof Map ? [...sizes.entries()] : Object.entries(sizes);
+  const parts = Array.from({ length: n }, () => new Map());
+  for (const [name, stock] of entries) {
+    const unlimited = stock === UNLIMITED || (typeof stock === 'string' && stock.toUpperCase() === UNLIMITED);
+    const shares = unlimited ? Array(n).fill(UNLIMITED) : shareOut(totalOf(stock), n);
+    parts.forEach((part, i) => part.set(name, shares[i]));
+  }
+  return parts;
+}
+
+module.exports = { SplitItem, fnv1a32, splitVariants };

@@ -606,6 +606,28 @@ function parseTransfers(reply, keyPrefix) {
   });
 }
 
+// VARIANTS' reply as a Map of variant name to stock, in the order INIT named
+// them: from a flat [name, stock, ...] array (RESP2), a Map, GLIDE's array of
+// { key, value }, or a plain object (a RESP3 map some clients make one of;
+// integer-like names then come in the object's own order).
+function parseVariants(reply) {
+  if (reply === null || reply === undefined) return null;
+  const variants = new Map();
+  if (Array.isArray(reply) && reply.length > 0 && isGlideRecordEntry(reply[0])) {
+    for (const { key, value } of reply) variants.set(toId(key), toInteger(value));
+  } else if (Array.isArray(reply)) {
+    if (reply.length % 2 !== 0) throw unexpected('SECKILL.VARIANTS', reply);
+    for (let i = 0; i < reply.length; i += 2) variants.set(toId(reply[i]), toInteger(reply[i + 1]));
+  } else if (reply instanceof Map) {
+    for (const [name, stock] of reply) variants.set(toId(name), toInteger(stock));
+  } else if (typeof reply === 'object' && !Buffer.isBuffer(reply)) {
+    for (const name of Object.keys(reply)) variants.set(name, toInteger(reply[name]));
+  } else {
+    throw unexpected('SECKILL.VARIANTS', reply);
+  }
+  return variants;
+}
+
 function parseSettle(reply) {
   const outcome = SETTLE_BY_CODE.get(toInteger(reply));
   if (outcome === undefined) throw unexpected('SECKILL.SETTLE', reply);
@@ -619,6 +641,7 @@ function parseConfirm(reply) {
 }
 
 module.exports = {
+  parseVariants,
   UNLIMITED,
   UNLIMITED_STOCK,
   UNLIMITED_STOCK_BIGINT,

@@ -29,11 +29,12 @@ test('require and import of every entry point give the same objects', async () =
 test('the node-redis module has one command per SECKILL command, and no more', () => {
   const { seckill } = require('seckill-client');
   const names = ['init', 'deduct', 'confirm', 'release', 'refund', 'order', 'confirmOrder', 'refundOrder', 'add', 'window',
-    'stream', 'get', 'bought', 'holds', 'info', 'status', 'scan', 'take', 'settle', 'transfers'];
+    'stream', 'get', 'bought', 'holds', 'info', 'status', 'scan', 'take', 'settle', 'transfers',
+    'variants'];
   assert.deepEqual(Object.keys(seckill).sort(), [...names, ...names.map((n) => n.toUpperCase())].sort());
   for (const n of names) {
     assert.equal(typeof seckill[n].parseCommand, 'function');
-    assert.equal(seckill[n].IS_READ_ONLY, ['get', 'bought', 'holds', 'info', 'status', 'scan', 'transfers'].includes(n));
+    assert.equal(seckill[n].IS_READ_ONLY, ['get', 'bought', 'holds', 'info', 'status', 'scan', 'transfers', 'variants'].includes(n));
   }
 });
 

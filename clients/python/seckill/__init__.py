@@ -468,6 +468,11 @@ class Seckill:
         """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""
         return self._call(commands.transfers(key))
 
+    def variants(self, key: Key) -> dict[str | bytes, int] | None:
+        """SECKILL.VARIANTS: each variant's name and stock, in the order INIT named them ({} for an
+        item without variants); None if no item."""
+        return self._call(commands.variants(key))
+
 
 # split.py and cart.py build on Seckill, so they come last.
 from .split import SplitItem, fnv1a32  # noqa: E402

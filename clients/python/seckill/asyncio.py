@@ -16,7 +16,7 @@ from typing import Any, overload
 from . import commands
 from .commands import Key, Lines
 from .drivers import async_driver
-from .split import _parts, named, part_index, split_stock, sum_stock
+from .split import _parts, _shares, named, part_index, sum_stock, sum_variants
 from .values import (
     ConfirmOutcome,
     DeductResult,
@@ -366,6 +366,11 @@ class Seckill:
         """SECKILL.TRANSFERS: the transfers given out and not settled, by id; None if no item."""
         return self._call(commands.transfers(key))
 
+    def variants(self, key: Key) -> Awaitable[dict[str | bytes, int] | None]:
+        """SECKILL.VARIANTS: each variant's name and stock, in the order INIT named them ({} for an
+        item without variants); None if no item."""
+        return self._call(commands.variants(key))
+
 
 class SplitItem:
     """The asyncio twin of ``seckill.split.SplitItem``: one sale item split over ``parts``.
@@ -405,9 +410,12 @@ class SplitItem:
         """The key of the part ``user`` buys from."""
         return self._parts[self.part_for(user)]
 
-    async def init(self, total_stock: int, limit: int | None = None, **options: Any) -> list[bool]:
-        """SECKILL.INIT on every part, ``total_stock`` shared out; one bool per part."""
-        shares = split_stock(total_stock, len(self._parts))
+    async def init(
+        self, total_stock: int | Mapping[Key, int | str], limit: int | None = None, **options: Any
+    ) -> list[bool]:
+        """SECKILL.INIT on every part, ``total_stock`` shared out (a drop's mapping of size to stock
+        size by size); one bool per part."""
+        shares = _shares(total_stock, len(self._parts))
         return list(
             await asyncio.gather(
                 *(self._seckill.init(part, share, limit=limit, **options) for part, share in zip(self._parts, shares))
@@ -422,11 +430,18 @@ class SplitItem:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
     ) -> DeductResult:
-        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock (and
-        ``deadline`` the hold's, with a hold)."""
+        """SECKILL.DEDUCT on the user's part (of the size ``variant`` of a drop); ``stock`` in the
+        result is that part's stock (and ``deadline`` the hold's, with a hold)."""
         return await self._seckill.deduct(
-            self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
+            self.key_for(user),
+            user,
+            qty,
+            request_id=request_id,
+            hold=hold,
+            hold_until=hold_until,
+            variant=variant,
         )
 
     async def confirm(self, user: Key, request_id: Key) -> ConfirmOutcome:
@@ -448,6 +463,11 @@ class SplitItem:
     async def info(self) -> list[ItemInfo | None]:
         """Each part's ItemInfo, in order (None for a missing part)."""
         return list(await asyncio.gather(*(self._seckill.info(part) for part in self._parts)))
+
+    async def variants(self) -> dict[str | bytes, int] | None:
+        """Each size of a split drop with its stock over all parts; {} for an item without sizes,
+        None if no part exists."""
+        return sum_variants(await asyncio.gather(*(self._seckill.variants(part) for part in self._parts)))
 
 
 # cart.py holds both carts; its asyncio one reaches this module's Seckill only when built.

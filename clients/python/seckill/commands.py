@@ -244,6 +244,10 @@ def transfers(key: Key) -> Args:
     return ("SECKILL.TRANSFERS", _key("key", key))
 
 
+def variants(key: Key) -> Args:
+    return ("SECKILL.VARIANTS", _key("key", key))
+
+
 def window(key: Key, start: int | None, end: int | None) -> Args:
     return (
         "SECKILL.WINDOW",

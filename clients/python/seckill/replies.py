@@ -259,6 +259,18 @@ def item_info(reply: Any) -> ItemInfo | None:
     )
 
 
+def variants(reply: Any) -> dict[str | bytes, int] | None:
+    """Each variant's name and stock, in the order INIT named them: a flat array under RESP2, a
+    map under RESP3 (dicts keep their order)."""
+    if reply is None:
+        return None
+    if isinstance(reply, dict):
+        pairs = list(reply.items())
+    else:
+        pairs = list(zip(reply[0::2], reply[1::2]))
+    return {_str_if_utf8(name): int(stock) for name, stock in pairs}
+
+
 RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.INIT": _passing_errors(flag),
     "SECKILL.DEDUCT": _passing_errors(deduct_result),
@@ -280,6 +292,7 @@ RESPONSE_CALLBACKS: dict[str, Callable[..., Any]] = {
     "SECKILL.TAKE": _passing_errors(count_or_none),
     "SECKILL.SETTLE": _passing_errors(settle_outcome),
     "SECKILL.TRANSFERS": _passing_errors(transfers),
+    "SECKILL.VARIANTS": _passing_errors(variants),
 }
 
 

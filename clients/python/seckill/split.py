@@ -11,14 +11,23 @@ is left to ``seckill-rebalancer`` or to the client's own methods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import Seckill
 from .commands import Key
 from .values import UNLIMITED_STOCK, ConfirmOutcome, DeductResult, ItemInfo, RefundResult
 
-__all__ = ["SplitItem", "fnv1a32", "named", "part_index", "split_stock", "sum_stock"]
+__all__ = [
+    "SplitItem",
+    "fnv1a32",
+    "named",
+    "part_index",
+    "split_stock",
+    "split_variants",
+    "sum_stock",
+    "sum_variants",
+]
 
 FNV32_OFFSET_BASIS = 2166136261
 FNV32_PRIME = 16777619
@@ -76,6 +85,43 @@ def sum_stock(stocks: Sequence[int | None]) -> int | None:
     if UNLIMITED_STOCK in present:
         return UNLIMITED_STOCK
     return sum(present)
+
+
+def split_variants(variants: Mapping[Key, int | str], n: int) -> list[dict[Key, int | str]]:
+    """A drop's sizes shared over ``n`` parts, size by size as ``split_stock`` shares one stock;
+    an unlimited size (``UNLIMITED``) is unlimited in every part."""
+    if isinstance(variants, (str, bytes)) or not isinstance(variants, Mapping):
+        raise TypeError(f"variants must be a mapping of name to stock, not {type(variants).__name__}")
+    count = _count(n)
+    parts: list[dict[Key, int | str]] = [{} for _ in range(count)]
+    for name, stock in variants.items():
+        shares = [stock] * count if isinstance(stock, str) else split_stock(stock, count)
+        for part, share in zip(parts, shares):
+            part[name] = share
+    return parts
+
+
+def sum_variants(listed: Sequence[Mapping[Any, int] | None]) -> dict[Any, int] | None:
+    """Each size's stock over a split drop's parts (``VARIANTS`` of each part): missing parts
+    count 0, None if every part is missing, ``UNLIMITED_STOCK`` for a size unlimited in a part."""
+    present = [variants for variants in listed if variants is not None]
+    if not present:
+        return None
+    total: dict[Any, int] = {}
+    for variants in present:
+        for name, stock in variants.items():
+            if UNLIMITED_STOCK in (stock, total.get(name)):
+                total[name] = UNLIMITED_STOCK
+            else:
+                total[name] = total.get(name, 0) + stock
+    return total
+
+
+def _shares(stock: int | Mapping[Key, int | str], n: int) -> Sequence[int | Mapping[Key, int | str]]:
+    """Each part's stock: ``stock`` shared out, size by size for a drop."""
+    if isinstance(stock, Mapping):
+        return split_variants(stock, n)
+    return split_stock(stock, n)
 
 
 def _count(n: int) -> int:
@@ -137,10 +183,11 @@ class SplitItem:
         """The key of the part ``user`` buys from."""
         return self._parts[self.part_for(user)]
 
-    def init(self, total_stock: int, limit: int | None = None, **options: Any) -> list[bool]:
-        """SECKILL.INIT on every part, ``total_stock`` shared out (``split_stock``); the other
-        options are ``Seckill.init``'s, the same for every part. One bool per part."""
-        shares = split_stock(total_stock, len(self._parts))
+    def init(self, total_stock: int | Mapping[Key, int | str], limit: int | None = None, **options: Any) -> list[bool]:
+        """SECKILL.INIT on every part, ``total_stock`` shared out (``split_stock``), or for a drop a
+        mapping of size to stock shared size by size (``split_variants``); the other options are
+        ``Seckill.init``'s, the same for every part. One bool per part."""
+        shares = _shares(total_stock, len(self._parts))
         return [self._seckill.init(part, share, limit=limit, **options) for part, share in zip(self._parts, shares)]
 
     def deduct(
@@ -151,11 +198,18 @@ class SplitItem:
         request_id: Key | None = None,
         hold: int | None = None,
         hold_until: int | None = None,
+        variant: Key | None = None,
     ) -> DeductResult:
-        """SECKILL.DEDUCT on the user's part; ``stock`` in the result is that part's stock (and
-        ``deadline`` the hold's, with a hold)."""
+        """SECKILL.DEDUCT on the user's part (of the size ``variant`` of a drop); ``stock`` in the
+        result is that part's stock (and ``deadline`` the hold's, with a hold)."""
         return self._seckill.deduct(
-            self.key_for(user), user, qty, request_id=request_id, hold=hold, hold_until=hold_until
+            self.key_for(user),
+            user,
+            qty,
+            request_id=request_id,
+            hold=hold,
+            hold_until=hold_until,
+            variant=variant,
         )
 
     def confirm(self, user: Key, request_id: Key) -> ConfirmOutcome:
@@ -177,3 +231,8 @@ class SplitItem:
     def info(self) -> list[ItemInfo | None]:
         """Each part's ItemInfo, in order (None for a missing part)."""
         return [self._seckill.info(part) for part in self._parts]
+
+    def variants(self) -> dict[str | bytes, int] | None:
+        """Each size of a split drop with its stock over all parts (``sum_variants``); {} for an
+        item without sizes, None if no part exists."""
+        return sum_variants([self._seckill.variants(part) for part in self._parts])

@@ -54,6 +54,50 @@ def test_names_and_shares() -> None:
         seckill.split.split_stock("UNLIMITED", 3)  # type: ignore[arg-type]
 
 
+def test_a_drop_shared_size_by_size() -> None:
+    assert seckill.split.split_variants({"42": 100, "43": 2, "44": "UNLIMITED"}, 3) == [
+        {"42": 34, "43": 1, "44": "UNLIMITED"},
+        {"42": 33, "43": 1, "44": "UNLIMITED"},
+        {"42": 33, "43": 0, "44": "UNLIMITED"},
+    ]
+    with pytest.raises(TypeError):
+        seckill.split.split_variants([("42", 1)], 2)  # type: ignore[arg-type]
+    assert seckill.split.sum_variants([{"42": 1, "43": 2}, None, {"43": 3}]) == {"42": 1, "43": 5}
+    assert seckill.split.sum_variants([{"44": seckill.UNLIMITED_STOCK}, {"44": 2}]) == {"44": seckill.UNLIMITED_STOCK}
+    assert seckill.split.sum_variants([None, None]) is None
+
+
+def test_split_drop_on_the_cluster(cluster_nodes: list[Server], rc: redis.RedisCluster, key: str) -> None:
+    parts = parts_on_each_master(rc, cluster_nodes, key.strip("{}") + ":drop")
+    item = SplitItem(rc, parts)
+    assert item.variants() is None
+    assert item.init({"42": 10, "43": 4}, limit=1) == [True, True, True]
+    assert [item.seckill.variants(part) for part in parts] == [
+        {"42": 4, "43": 2},
+        {"42": 3, "43": 1},
+        {"42": 3, "43": 1},
+    ]
+    assert item.variants() == {"42": 10, "43": 4}
+    buyer = "user-1"
+    assert item.deduct(buyer, 1, request_id="o1", variant="43").ok
+    assert item.deduct(buyer, 1, request_id="o2", variant="42").outcome is Outcome.LIMIT_REACHED
+    assert item.variants() == {"42": 10, "43": 3}
+    assert item.seckill.variants(item.key_for(buyer))["43"] == (1 if item.part_for(buyer) else 2) - 1
+
+    async def main() -> None:
+        client = redis.asyncio.RedisCluster(host="127.0.0.1", port=cluster_nodes[0].port)
+        try:
+            twin = seckill.asyncio.SplitItem(client, parts)
+            assert await twin.variants() == {"42": 10, "43": 3}
+            result = await twin.deduct("user-2", 1, request_id="o3", variant="42", hold=600)
+            assert result.ok and result.deadline is not None
+            assert await twin.variants() == {"42": 9, "43": 3}
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+
+
 def parts_on_each_master(rc: redis.RedisCluster, nodes: list[Server], base: str) -> list[str]:
     """Part names, one owned by each master, in the masters' order, found by their slot's owner."""
     by_port: dict[int, str] = {}

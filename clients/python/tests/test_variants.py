@@ -9,7 +9,16 @@ import pytest
 import redis
 import redis.asyncio
 
-from seckill import BuyerRecord, DeductResult, Hold, InvalidArgumentError, Outcome, RequestStatus, Seckill
+from seckill import (
+    UNLIMITED_STOCK,
+    BuyerRecord,
+    DeductResult,
+    Hold,
+    InvalidArgumentError,
+    Outcome,
+    RequestStatus,
+    Seckill,
+)
 from seckill import asyncio as seckill_asyncio
 
 FAR_FUTURE_MS = 4102444800000  # 2100-01-01
@@ -67,7 +76,10 @@ def test_variants_through_a_pipeline_and_asyncio(server, protocol: int, key: str
             sk.deduct(key, "ann", 1, request_id="p2", variant="m")
             sk.get(key)
             sk.info(key, variant="m")
-            created, bought, refused, total, medium = sk.execute()
+            sk.variants(key)
+            created, bought, refused, total, medium, sizes = sk.execute()
+    # In INIT's order, as a dict under RESP2 (a flat array) and RESP3 (a map) alike.
+    assert list(sizes.items()) == [("s", 0), ("m", 2)]
     assert (created, bought.outcome, refused.outcome, total) == (True, Outcome.BOUGHT, Outcome.LIMIT_REACHED, 2)
     assert (medium.stock, medium.variants) == (2, 0)
 
@@ -85,6 +97,7 @@ def test_variants_through_a_pipeline_and_asyncio(server, protocol: int, key: str
             records = [record async for record in sk.scan_iter(key, variant="m")]
             assert BuyerRecord("bo", 1) in records
             assert await sk.add(key, 1, variant="m") == 2
+            assert await sk.variants(key) == {"s": 0, "m": 2}
         finally:
             await client.aclose()
 
@@ -125,3 +138,13 @@ def test_a_cart_holds_a_size(r: redis.Redis, key: str) -> None:
     other = cart.place("cart-2", "eve", [(drop, 1, "43")], 600)
     assert (other.placed, other.refusal) == (False, Outcome.LIMIT_REACHED)
     assert cart.confirm("cart-1", [drop, laces]).paid
+
+
+def test_variants_names_each_size_with_its_stock(r: redis.Redis, key: str) -> None:
+    sk = Seckill(r)
+    assert sk.variants(key) is None
+    sk.init(key, {"9": 3, "10": 2, "8": "UNLIMITED"}, limit=5)
+    sk.deduct(key, "ann", 1, variant="10")
+    assert list(sk.variants(key).items()) == [("9", 3), ("10", 1), ("8", UNLIMITED_STOCK)]
+    sk.init(f"{key}:plain", 4)
+    assert sk.variants(f"{key}:plain") == {}

@@ -13,7 +13,7 @@
 //! number of parts: the same in the Python, Node.js and Rust libraries.
 
 use crate::command::{Deduct, Init};
-use crate::reply::{ConfirmOutcome, DeductResult, ItemInfo, RefundResult};
+use crate::reply::{ConfirmOutcome, DeductResult, ItemInfo, RefundResult, UNLIMITED_STOCK};
 use crate::{Result, SeckillCommands};
 use redis::ToRedisArgs;
 
@@ -77,6 +77,34 @@ impl SplitItem {
             .collect()
     }
 
+    /// Creates every part of a drop, each size shared out as `init` shares
+    /// one stock: part `i` gets `stock / parts` of a size, one more for the
+    /// first `stock % parts`. `template` makes each part's `Init` from its
+    /// key and its sizes (`Init::with_variants` with its options). Whether
+    /// each part was created.
+    pub fn init_variants<C: SeckillCommands>(
+        &self,
+        con: &mut C,
+        sizes: &[(&str, i64)],
+        template: impl Fn(&str, Vec<(String, i64)>) -> Init,
+    ) -> Result<Vec<bool>> {
+        let n = self.parts.len() as i64;
+        self.parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let shares = sizes
+                    .iter()
+                    .map(|(name, stock)| {
+                        let share = stock / n + i64::from((i as i64) < stock % n);
+                        ((*name).to_owned(), share)
+                    })
+                    .collect();
+                con.seckill_init(&template(part, shares))
+            })
+            .collect()
+    }
+
     /// `DEDUCT` on the user's part; `deduct` is built for that part's key.
     pub fn deduct<C: SeckillCommands>(
         &self,
@@ -116,6 +144,30 @@ impl SplitItem {
         for part in &self.parts {
             if let Some(units) = con.seckill_get(part)? {
                 total = Some(total.unwrap_or(0).saturating_add(units));
+            }
+        }
+        Ok(total)
+    }
+
+    /// Each size of a split drop with its stock over all parts, in the
+    /// order the parts name them (parts with no item count 0, a size
+    /// unlimited in a part is `UNLIMITED_STOCK`); empty for an item without
+    /// sizes, `None` only if no part exists.
+    pub fn variants<C: SeckillCommands>(&self, con: &mut C) -> Result<Option<Vec<(String, i64)>>> {
+        let mut total: Option<Vec<(String, i64)>> = None;
+        for part in &self.parts {
+            let Some(sizes) = con.seckill_variants(part)? else {
+                continue;
+            };
+            let total = total.get_or_insert_with(Vec::new);
+            for (name, stock) in sizes {
+                match total.iter_mut().find(|(known, _)| *known == name) {
+                    Some((_, sum)) if *sum == UNLIMITED_STOCK || stock == UNLIMITED_STOCK => {
+                        *sum = UNLIMITED_STOCK;
+                    }
+                    Some((_, sum)) => *sum = sum.saturating_add(stock),
+                    None => total.push((name, stock)),
+                }
             }
         }
         Ok(total)

@@ -871,6 +871,45 @@ fn a_split_item_pins_each_user_to_one_part_on_a_cluster() {
     }
     assert_eq!(item.stock(&mut con).unwrap(), Some(100 - sold));
     assert_eq!(split::fnv1a32(b"a"), 0xe40c_292c);
+    assert_eq!(item.variants(&mut con).unwrap(), Some(vec![]));
+
+    // A drop of sizes, each shared out over the parts.
+    let drop = SplitItem::new(parts_on_three_masters(&cluster, "sku:drop"));
+    assert_eq!(drop.variants(&mut con).unwrap(), None);
+    let created = drop
+        .init_variants(&mut con, &[("42", 10), ("43", 4)], |key, sizes| {
+            Init::with_variants(key, sizes).limit(1)
+        })
+        .unwrap();
+    assert_eq!(created, [true, true, true]);
+    let sizes = |shares: [i64; 2]| {
+        Some(vec![
+            ("42".to_owned(), shares[0]),
+            ("43".to_owned(), shares[1]),
+        ])
+    };
+    assert_eq!(
+        con.seckill_variants(&drop.parts()[0]).unwrap(),
+        sizes([4, 2])
+    );
+    assert_eq!(
+        con.seckill_variants(&drop.parts()[2]).unwrap(),
+        sizes([3, 1])
+    );
+    assert_eq!(drop.variants(&mut con).unwrap(), sizes([10, 4]));
+    let bought = drop
+        .deduct(&mut con, "ana", |key| {
+            Deduct::new(key, "ana", 1).variant("43")
+        })
+        .unwrap();
+    assert!(bought.bought());
+    let again = drop
+        .deduct(&mut con, "ana", |key| {
+            Deduct::new(key, "ana", 1).variant("42")
+        })
+        .unwrap();
+    assert_eq!(again.outcome, Outcome::LimitReached);
+    assert_eq!(drop.variants(&mut con).unwrap(), sizes([10, 3]));
 }
 
 fn taken(stock: i64) -> OrderLine {

@@ -337,6 +337,17 @@ async function splitScenario(client, admin) {
   assert.deepEqual(await split.init(2n, { replace: true }), [true, true, true]);
   assert.deepEqual((await split.info()).map((i) => i.stock), [1, 1, 0]);
 
+  // A drop's sizes are shared out size by size; a buyer buys a size on their own part.
+  const drop = new SplitItem(client, SplitItem.named('sku:d', 3));
+  assert.equal(await drop.variants(), null);
+  assert.deepEqual(await drop.init(new Map([['42', 10], ['43', 4], ['44', UNLIMITED]]), { limit: 1 }), [true, true, true]);
+  assert.deepEqual([...(await client.seckill.variants(drop.parts[2]))], [['42', 3], ['43', 1], ['44', UNLIMITED_STOCK]]);
+  assert.deepEqual([...(await drop.variants())], [['42', 10], ['43', 4], ['44', UNLIMITED_STOCK]]);
+  assert.ok((await drop.deduct('ana', 1, { requestId: 'd-1', variant: 43 })).ok);
+  assert.deepEqual(plain(await drop.deduct('ana', 1, { requestId: 'd-2', variant: 42 })), rejected(Outcome.LIMIT_REACHED));
+  assert.equal((await drop.variants()).get('43'), 3);
+  assert.deepEqual([...(await client.seckill.variants(parts[0]))], []);
+
   // An unlimited item is not shared out; parts made unlimited otherwise sum to UNLIMITED_STOCK.
   const unlimited = new SplitItem(client, SplitItem.named(Buffer.from('sku:u'), 2));
   assert.deepEqual(unlimited.parts, [Buffer.from('sku:u:part:0'), Buffer.from('sku:u:part:1')]);
@@ -900,6 +911,11 @@ async function variantsScenario(sk, admin, { typedDirectly }) {
 
   // The whole item (the variants added up), and one variant.
   assert.equal(log(await sk.get(drop)), 6);
+  // Every size with its stock, in INIT's order.
+  const sizes = log(await sk.variants(drop));
+  assert.ok(sizes instanceof Map);
+  assert.deepEqual([...sizes], [['42', 2], ['43', 0], ['44', 4]]);
+  assert.equal(log(await sk.variants('{drop:7}:none')), null);
   assert.deepEqual(log(await Promise.all([42, '43', Buffer.from('44')].map((variant) => sk.get(drop, { variant })))), [2, 0, 4]);
   assert.equal(log(await sk.bought(drop, 'ana')), 1);
   assert.equal(log(await sk.bought(drop, 'ana', { variant: 43 })), 1);
