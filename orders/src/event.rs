@@ -59,6 +59,9 @@ pub struct OrderEvent {
     /// A hold's deadline, Unix ms (the entry's `until`). `None` for other
     /// events, and for holds written by a module that did not send it.
     pub hold_until_ms: Option<i64>,
+    /// The variant (a drop's size) the order is of, on an item with
+    /// variants; `None` on an item without.
+    pub variant: Option<String>,
 }
 
 impl OrderEvent {
@@ -102,6 +105,7 @@ impl OrderEvent {
                 None => None,
                 Some(_) => Some(number("until")?),
             },
+            variant: fields.get("variant").cloned(),
         })
     }
 }
@@ -179,6 +183,15 @@ mod tests {
         assert!(OrderEvent::parse("1-0", &hold)
             .unwrap_err()
             .contains("until"));
+    }
+
+    #[test]
+    fn an_entry_of_a_variant_names_it() {
+        assert_eq!(OrderEvent::parse("1-0", &purchase()).unwrap().variant, None);
+        let mut sized = purchase();
+        sized.insert("variant".into(), "43".into());
+        let event = OrderEvent::parse("1-0", &sized).unwrap();
+        assert_eq!(event.variant.as_deref(), Some("43"));
     }
 
     #[test]

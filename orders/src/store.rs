@@ -97,7 +97,7 @@ fn describe(error: &dyn std::error::Error) -> String {
 /// column it writes, so consumers of an earlier version keep working on a
 /// table migrated further (a later column is left NULL by their inserts
 /// and untouched by their updates).
-const MIGRATIONS: [(&str, &str); 2] = [
+const MIGRATIONS: [(&str, &str); 3] = [
     (
         "CREATE TABLE IF NOT EXISTS seckill_orders (
     item text NOT NULL,
@@ -122,13 +122,21 @@ const MIGRATIONS: [(&str, &str); 2] = [
     WHERE attrelid = to_regclass('seckill_orders')
         AND attname = 'hold_until_ms' AND NOT attisdropped)",
     ),
+    // 3: the variant (a drop's size) of an order on an item with
+    // variants, the entry's `variant`; NULL on items without.
+    (
+        "ALTER TABLE seckill_orders ADD COLUMN IF NOT EXISTS variant text",
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('seckill_orders')
+        AND attname = 'variant' AND NOT attisdropped)",
+    ),
 ];
 
 /// The advisory lock key that serialises schema changes ("seckill" in hex).
 const SCHEMA_LOCK: i64 = 0x0073_6563_6b69_6c6c;
 
 /// Parameters per row of the upsert.
-const COLUMNS_PER_ROW: usize = 11;
+const COLUMNS_PER_ROW: usize = 12;
 /// Rows per upsert statement (PostgreSQL takes at most 65,535 parameters).
 const ROWS_PER_STATEMENT: usize = 1_000;
 
@@ -140,13 +148,14 @@ const NEWER: &str =
 /// entry: a redelivered entry, or one claimed out of order, changes
 /// nothing, except that a hold's deadline missing from the row is filled
 /// in from whichever entry brings it (a hold entry applied after its
-/// order's confirmation, say); once set, it never changes. `rows`
-/// distinct orders, as `$1..$11`, `$12..$22`, ...
+/// order's confirmation, say); once set, it never changes. So is the
+/// variant (every entry of an order names the same one). `rows` distinct
+/// orders, as `$1..$12`, `$13..$24`, ...
 fn upsert_of(rows: usize) -> String {
     let mut statement = String::from(
         "INSERT INTO seckill_orders AS o
     (item, order_id, user_id, qty, status, stock_after,
-     created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq, hold_until_ms)
+     created_at_ms, updated_at_ms, last_entry_ms, last_entry_seq, hold_until_ms, variant)
     VALUES ",
     );
     for row in 0..rows {
@@ -174,9 +183,11 @@ fn upsert_of(rows: usize) -> String {
     }
     statement.push_str(&format!(
         "
-        hold_until_ms = COALESCE(o.hold_until_ms, EXCLUDED.hold_until_ms)
+        hold_until_ms = COALESCE(o.hold_until_ms, EXCLUDED.hold_until_ms),
+        variant = COALESCE(o.variant, EXCLUDED.variant)
     WHERE {NEWER}
-        OR (o.hold_until_ms IS NULL AND EXCLUDED.hold_until_ms IS NOT NULL)"
+        OR (o.hold_until_ms IS NULL AND EXCLUDED.hold_until_ms IS NOT NULL)
+        OR (o.variant IS NULL AND EXCLUDED.variant IS NOT NULL)"
     ));
     statement
 }
@@ -234,6 +245,7 @@ impl Store {
                     &event.entry.ms,
                     &event.entry.seq,
                     until,
+                    &event.variant,
                 ]);
             }
             transaction.execute(statement.as_str(), &params)?;

@@ -186,3 +186,85 @@ fn every_sale_becomes_exactly_one_order_row_through_a_consumer_crash() {
     let log = std::fs::read_to_string(server.dir().join("second.log")).unwrap_or_default();
     assert!(log.contains("stopping:"), "{log}");
 }
+
+/// (order id) → (user, variant, status) of a drop's rows.
+fn sized_orders_in(pg: &Postgres, item: &str) -> HashMap<String, (String, Option<String>, String)> {
+    let mut client = Client::connect(&pg.url(), NoTls).expect("connect to PostgreSQL");
+    let rows = client
+        .query(
+            "SELECT order_id, user_id, variant, status FROM seckill_orders WHERE item = $1",
+            &[&item],
+        )
+        .unwrap_or_default();
+    rows.iter()
+        .map(|row| (row.get(0), (row.get(1), row.get(2), row.get(3))))
+        .collect()
+}
+
+#[test]
+fn each_order_of_a_drop_keeps_its_size() {
+    const DROP: &str = "{sku:e2e}:drop";
+    let pg = Postgres::start().expect("PostgreSQL is not installed: run `make deps`");
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            DROP,
+            "VARIANTS",
+            "2",
+            "42",
+            "5",
+            "43",
+            "5",
+            "LIMIT",
+            "1",
+            "STREAM",
+            STREAM,
+        ],
+    );
+    // The consumer reads the stream it is given; the drop writes there.
+    let mut consumer = start_consumer(&server, &pg, "sizes");
+    let mut expected = HashMap::new();
+    for (n, size) in ["42", "43", "43", "42"].into_iter().enumerate() {
+        let (user, id) = (format!("user:{n}"), format!("order:{n}"));
+        let hold = n % 2 == 1;
+        let mut args = vec![
+            "SECKILL.DEDUCT",
+            DROP,
+            &user,
+            "1",
+            "ID",
+            &id,
+            "VARIANT",
+            size,
+        ];
+        if hold {
+            args.extend(["HOLD", "600"]);
+        }
+        assert!(ok::<i64>(&mut con, &args) >= 0);
+        let status = if hold { "held" } else { "purchased" };
+        expected.insert(id, (user, Some(size.to_owned()), status.to_owned()));
+    }
+    // A confirmation and a refund name no size: the row keeps the one its
+    // purchase named.
+    assert_eq!(
+        ok::<i64>(&mut con, &["SECKILL.CONFIRM", DROP, "order:1"]),
+        1
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", DROP, "order:2"]), 1);
+    if let Some(row) = expected.get_mut("order:1") {
+        row.2 = "confirmed".to_owned();
+    }
+    if let Some(row) = expected.get_mut("order:2") {
+        row.2 = "refunded".to_owned();
+    }
+    wait_until(
+        "every order of the drop with its size",
+        Duration::from_secs(30),
+        || sized_orders_in(&pg, DROP) == expected,
+    );
+    consumer.kill().expect("stop the consumer");
+    consumer.wait().expect("reap the consumer");
+}

@@ -1,5 +1,6 @@
-//! The orders table upgraded in place, from schema version 1 to 2 (the
-//! hold's deadline, `hold_until_ms`), with consumers of both versions
+//! The orders table upgraded in place, from schema version 1 to the latest
+//! (2: the hold's deadline, `hold_until_ms`; 3: an order's `variant`), with
+//! consumers of both versions
 //! about: a table the previous consumer made and filled keeps every row
 //! when the new consumer migrates it, new hold rows carry the deadline
 //! `SECKILL.HOLDS` reports, entries without `until` (an older module) give
@@ -10,6 +11,10 @@
 //! table, between two runs of the new one.
 
 use postgres::{Client, NoTls};
+
+/// The schema version this consumer brings a table to: 2 added the hold's
+/// deadline, 3 the variant of an order on an item with variants.
+const LATEST: i32 = 3;
 use seckill_harness::postgres::Postgres;
 use seckill_harness::{ok, Server};
 use std::collections::HashMap;
@@ -449,7 +454,7 @@ fn a_table_of_the_previous_version_is_upgraded_in_place() {
     );
     wait_for_statuses(&pg, &sale.item, &sale.statuses, &mut consumer);
 
-    assert_eq!(schema_version(&mut db), 2);
+    assert_eq!(schema_version(&mut db), LATEST);
     assert_eq!(
         rows_of(&mut db, "{sku:earlier}"),
         before,
@@ -480,7 +485,7 @@ fn the_previous_consumer_keeps_working_on_the_migrated_table() {
     let mut con = server.client();
     let mut db = connect(&pg);
 
-    // The new consumer makes the table (version 2) and writes holds.
+    // The new consumer makes the table (the latest version) and writes holds.
     let mut sale = Sale::open(&mut con, "replay");
     sale.clicks(&mut con, "order", 12, 1_000);
     let mut consumer = Consumer::start(
@@ -493,7 +498,7 @@ fn the_previous_consumer_keeps_working_on_the_migrated_table() {
     );
     wait_for_statuses(&pg, &sale.item, &sale.statuses, &mut consumer);
     drop(consumer);
-    assert_eq!(schema_version(&mut db), 2);
+    assert_eq!(schema_version(&mut db), LATEST);
     let deadlines = deadlines_of(&mut db, &sale.item);
     assert_eq!(deadlines, sale.expected_deadlines());
 
@@ -501,7 +506,7 @@ fn the_previous_consumer_keeps_working_on_the_migrated_table() {
     // changes nothing (the table is newer than it knows)...
     let mut previous = connect(&pg);
     v1_migrate(&mut previous).expect("the previous schema step on a migrated table");
-    assert_eq!(schema_version(&mut db), 2);
+    assert_eq!(schema_version(&mut db), LATEST);
     assert_eq!(deadlines_of(&mut db, &sale.item), deadlines);
     // ... it moves a held order on, and the row keeps its deadline ...
     let held = "order-4";
@@ -720,7 +725,7 @@ fn the_table_is_upgraded_while_the_previous_consumer_runs() {
         sale.confirm(&mut con, id);
     }
     wait_for_statuses(&pg, &sale.item, &sale.statuses, &mut new);
-    assert_eq!(schema_version(&mut db), 2);
+    assert_eq!(schema_version(&mut db), LATEST);
     assert!(
         old.child.try_wait().expect("wait").is_none(),
         "{}",
