@@ -458,11 +458,12 @@ const COMMANDS: [Command; stats::COMMANDS] = [
             flags: c"write deny-oom",
             docs: Docs {
                 summary: c"Loads buyers and request ids into a sale item, to rebuild a lost one from the order database; replies how many",
-                complexity: c"O(N) where N is the number of records given",
+                complexity: c"O(N) where N is the number of records given, O(N*V) into one of V variants",
                 arity: -4,
                 keys: ITEM_READ_AND_UPDATED,
                 args: &[
                     KEY,
+                    VARIANT,
                     Arg::one_of(
                         c"record",
                         &[

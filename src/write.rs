@@ -93,24 +93,9 @@ pub enum Judgement<'a> {
     Decide(Decision<'a>),
 }
 
-/// Runs a write on the item at `name`: `judge` looks at the item and
-/// answers (nothing changes) or decides a change, and
-/// `reply` turns the applied change's figure into the reply. A missing item
-/// answers `-3`; an item with variants is refused (see [`write_part`]).
-pub fn write_item<'a>(
-    ctx: &Context,
-    name: &Arg,
-    judge: impl FnOnce(&SaleItem, Moment) -> Result<Judgement<'a>, RedisError>,
-    reply: impl FnOnce(&SaleItem, i64, Moment) -> RedisValue,
-) -> RedisResult {
-    write_part(ctx, name, Part::Own, judge, reply)
-}
-
 /// Which part of an item a write is made to.
 #[derive(Clone, Copy)]
 pub enum Part<'a> {
-    /// The item's own stock: an item with variants has none, and refuses.
-    Own,
     /// The item as a whole: its settings, given to every variant too.
     Whole,
     /// The variant of this name, or the item's own stock if given none.
@@ -151,10 +136,8 @@ pub fn part_index(item: &SaleItem, part: Part) -> Result<Option<usize>, RedisErr
             Ok(index)
         }
         Part::Whole => Ok(None),
-        Part::Own | Part::Variant(None) if item.has_variants() => {
-            Err(RedisError::Str(ERR_VARIANT_NEEDED))
-        }
-        Part::Own | Part::Variant(None) => Ok(None),
+        Part::Variant(None) if item.has_variants() => Err(RedisError::Str(ERR_VARIANT_NEEDED)),
+        Part::Variant(None) => Ok(None),
         Part::Variant(Some(_)) if !item.has_variants() => Err(RedisError::Str(ERR_NO_VARIANTS)),
         Part::Variant(Some(name)) => item
             .variant_index(name)
@@ -174,7 +157,10 @@ pub fn part_of<'i>(item: &'i mut SaleItem, part: Part) -> Result<&'i mut SaleIte
     }
 }
 
-/// [`write_item`] on one part of the item at `name`.
+/// Runs a write on one part of the item at `name`: `judge` looks at that
+/// part and answers (nothing changes) or decides a change, and `reply`
+/// turns the applied change's figure into the reply. A missing item
+/// answers `-3`.
 pub fn write_part<'a>(
     ctx: &Context,
     name: &Arg,
@@ -235,7 +221,7 @@ pub fn vouch_whole(item: &mut SaleItem) {
     }
 }
 
-/// [`write_item`] on an item its command opened itself (with
+/// [`write_part`] on an item its command opened itself (with
 /// [`ItemKey::open_read`]), to answer some calls before any of this. Not
 /// inlined into the command: its judge is, which saves moving the
 /// decision it builds.

@@ -202,9 +202,34 @@ fn seckill_call(rng: &mut Rng) -> Args {
             args
         }
         12 => {
-            let mut args = match rng.below(3) {
+            let mut args = match rng.below(4) {
                 0 => vec![b("SECKILL.ADD"), key, qty(rng), b("ID"), request(rng)],
                 1 => vec![b("SECKILL.SETTLE"), key, request(rng)],
+                // IMPORT key [VARIANT v] record ..., into one variant or not.
+                2 => {
+                    let mut args = vec![b("SECKILL.IMPORT"), key];
+                    if rng.percent(50) {
+                        args.extend([b("VARIANT"), b(rng.pick(VARIANTS))]);
+                    }
+                    for _ in 0..rng.range(1, 3) {
+                        if rng.percent(30) {
+                            args.extend([b("BUYER"), user(rng), qty(rng)]);
+                        } else {
+                            let status = ["purchased", "held", "confirmed", "refunded", "lapsed"];
+                            let deadline = now + rng.range(-1_000, 60_000);
+                            args.extend([
+                                b("REQUEST"),
+                                request(rng),
+                                user(rng),
+                                qty(rng),
+                                b(rng.pick(&status)),
+                                b(deadline.to_string()),
+                                b(rng.range(0, 20).to_string()),
+                            ]);
+                        }
+                    }
+                    return args;
+                }
                 _ if rng.percent(50) => return vec![b("SECKILL.TRANSFERS"), key],
                 _ => return vec![b("SECKILL.VARIANTS"), key],
             };

@@ -1081,3 +1081,150 @@ fn transfers_move_stock_variant_by_variant_alike_on_a_replica_and_the_aof() {
         on_master
     );
 }
+
+#[test]
+fn an_import_fills_one_variant_under_the_limit_across_them_alike_on_a_replica_and_the_aof() {
+    let master = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let replica = Server::start_replica_of(&master);
+    let mut con = master.client();
+    let drop = "{im}";
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            drop,
+            "VARIANTS",
+            "2",
+            "42",
+            "3",
+            "43",
+            "3",
+            "LIMIT",
+            "1",
+            "STREAM",
+            "{im}:orders",
+        ],
+    );
+    let import = |con: &mut Connection, args: &[&str]| -> i64 {
+        let mut call = vec!["SECKILL.IMPORT", drop];
+        call.extend_from_slice(args);
+        ok(con, &call)
+    };
+    assert_eq!(
+        import(
+            &mut con,
+            &[
+                "VARIANT",
+                "42",
+                "REQUEST",
+                "o-1",
+                "ann",
+                "1",
+                "purchased",
+                "0",
+                "2",
+                "REQUEST",
+                "o-2",
+                "bob",
+                "1",
+                "held",
+                "4102444800000",
+                "1",
+            ],
+        ),
+        2
+    );
+    assert_eq!(import(&mut con, &["VARIANT", "43", "BUYER", "cy", "1"]), 1);
+    let before = snapshot(&mut con, drop);
+    for (args, wording) in [
+        // Over the limit across sizes: ann holds a 42 already.
+        (
+            vec![
+                "VARIANT",
+                "43",
+                "REQUEST",
+                "o-3",
+                "ann",
+                "1",
+                "purchased",
+                "0",
+                "2",
+            ],
+            "ERR the records put a user above the item's LIMIT",
+        ),
+        // A request id another size recorded.
+        (
+            vec![
+                "VARIANT",
+                "43",
+                "REQUEST",
+                "o-1",
+                "dee",
+                "1",
+                "purchased",
+                "0",
+                "2",
+            ],
+            "ERR a request id to import is in the item already",
+        ),
+        (
+            vec!["REQUEST", "o-4", "dee", "1", "purchased", "0", "2"],
+            "ERR the item sells variants: name one with VARIANT",
+        ),
+        (
+            vec!["VARIANT", "44", "BUYER", "dee", "1"],
+            "ERR no such variant",
+        ),
+        (vec!["VARIANT", "43"], "ERR wrong number of arguments"),
+        (
+            vec!["VARIANT", "43", "VARIANT", "42", "BUYER", "dee", "1"],
+            "ERR syntax error",
+        ),
+    ] {
+        let mut call = vec!["SECKILL.IMPORT", drop];
+        call.extend_from_slice(&args);
+        let got = error(&mut con, &call);
+        assert!(got.starts_with(wording), "{args:?}: {got}");
+    }
+    assert_eq!(
+        snapshot(&mut con, drop),
+        before,
+        "a refused import changes nothing"
+    );
+    // The records act as the sales they stand for: a retry gets its reply,
+    // the hold is one, and the limit across sizes holds.
+    assert_eq!(
+        ok::<i64>(
+            &mut con,
+            &[
+                "SECKILL.DEDUCT",
+                drop,
+                "ann",
+                "1",
+                "ID",
+                "o-1",
+                "VARIANT",
+                "42"
+            ]
+        ),
+        2
+    );
+    assert_eq!(
+        ok::<i64>(
+            &mut con,
+            &["SECKILL.DEDUCT", drop, "cy", "1", "VARIANT", "42"]
+        ),
+        -2
+    );
+    assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", drop, "o-2"]), 1);
+    let variants: Vec<(String, i64)> = ok(&mut con, &["SECKILL.VARIANTS", drop]);
+    assert_eq!(variants, [("42".to_owned(), 1), ("43".to_owned(), 2)]);
+    let on_master = snapshot(&mut con, drop);
+    wait_for_replica(&mut con);
+    assert_eq!(snapshot(&mut replica.client(), drop), on_master);
+    rewrite_aof(&mut con);
+    ok::<String>(&mut con, &["DEBUG", "LOADAOF"]);
+    assert_eq!(snapshot(&mut con, drop), on_master);
+    ok::<String>(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(snapshot(&mut con, drop), on_master);
+}

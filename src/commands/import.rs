@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::sale_item::{ImportRecord, Status, Verdict, MAX_IMPORT_RECORDS};
-use crate::write::{write_item, Judgement};
+use crate::server::ItemKey;
+use crate::write::{part_index, vouch_whole, write_opened, Judgement, Part, NO_SUCH_ITEM};
 use redis_module::{RedisResult, RedisValue};
 
 fn status(arg: &Arg) -> Result<Status, RedisError> {
@@ -19,15 +20,21 @@ fn status(arg: &Arg) -> Result<Status, RedisError> {
     .ok_or(RedisError::Str(ERR_IMPORT_STATUS))
 }
 
-/// SECKILL.IMPORT key record [record ...], each record
+/// SECKILL.IMPORT key [VARIANT name] record [record ...], each record
 /// `BUYER user units` or `REQUEST request_id user qty status deadline reply`:
 /// replies how many records it imported. Judged whole: a refused call
-/// imports none.
+/// imports none. On an item with variants the records are of the variant
+/// named, and are judged against the others too (`judge_import_across`).
 pub fn import(ctx: &Context, args: &[Arg]) -> RedisResult {
     let [_, name, rest @ ..] = args else {
         return Err(RedisError::WrongArity);
     };
-    let mut rest = rest;
+    let (variant, mut rest) = match rest {
+        [keyword, variant, tail @ ..] if keyword.is_keyword("VARIANT") => {
+            (Some(variant.as_bytes()), tail)
+        }
+        _ => (None, rest),
+    };
     if rest.is_empty() {
         return Err(RedisError::WrongArity);
     }
@@ -62,18 +69,31 @@ pub fn import(ctx: &Context, args: &[Arg]) -> RedisResult {
             return Err(RedisError::Str(ERR_SYNTAX));
         }
     }
-    write_item(
-        ctx,
-        name,
-        |item, moment| {
-            Ok(match item.judge_import(records)? {
-                Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
-                // Deterministic: no clock is read, every server imports alike.
-                Verdict::Change(change) => {
-                    Judgement::Decide(verbatim(change, c"seckill.import", moment))
-                }
-            })
-        },
-        |_, imported, _| RedisValue::Integer(imported),
-    )
+    let mut key = ItemKey::open_read(ctx, name);
+    let Some(item) = key.item_mut()? else {
+        return Ok(RedisValue::Integer(NO_SUCH_ITEM));
+    };
+    let index = part_index(item, Part::Variant(variant))?;
+    if let Some(index) = index {
+        item.judge_import_across(index, &records)?;
+    }
+    let judge = |part: &SaleItem, moment| {
+        Ok(match part.judge_import(records)? {
+            Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
+            // Deterministic: no clock is read, every server imports alike.
+            Verdict::Change(change) => {
+                Judgement::Decide(verbatim(change, c"seckill.import", moment))
+            }
+        })
+    };
+    let imported = |_: &SaleItem, imported, _| RedisValue::Integer(imported);
+    let Some(index) = index else {
+        return write_opened(ctx, name, item, judge, imported);
+    };
+    let part = item
+        .variant_mut(index)
+        .ok_or(RedisError::Str(ERR_NO_SUCH_VARIANT))?;
+    let reply = write_opened(ctx, name, part, judge, imported);
+    vouch_whole(item);
+    reply
 }

@@ -196,6 +196,54 @@ impl SaleItem {
         Ok(Verdict::Change(Change::Import(records)))
     }
 
+    /// What an import of `records` into the variant at `index` must
+    /// respect besides that variant's own rules (`judge_import` on it): a
+    /// request id names one purchase of one variant, so none may be in
+    /// another variant, and the item's limit across its variants, counting
+    /// each buyer's units in every variant (as stored: an import reads no
+    /// clock, so a lapsed hold the sweep has not released yet counts) and
+    /// those the records add.
+    pub fn judge_import_across(
+        &self,
+        index: usize,
+        records: &[ImportRecord],
+    ) -> Result<(), ImportError> {
+        let variants = self.variants();
+        let others = || {
+            variants
+                .iter()
+                .enumerate()
+                .filter(move |(place, _)| *place != index)
+                .map(|(_, variant)| &variant.item)
+        };
+        let mut added: HashMap<&[u8], i64> = HashMap::new();
+        for record in records {
+            if let ImportRecord::Request { id, .. } = *record {
+                if others().any(|other| matches!(other.ledger.find_request(id), Lookup::Found(_))) {
+                    return Err(ImportError::DuplicateRequest);
+                }
+            }
+            if self.limit > 0 {
+                let units = added.entry(record.user()).or_insert(0);
+                *units = units
+                    .checked_add(record.units_held())
+                    .ok_or(ItemError::Overflow)?;
+            }
+        }
+        for (user, units) in added {
+            let total = variants
+                .iter()
+                .try_fold(units, |total, variant| {
+                    total.checked_add(variant.item.bought(user))
+                })
+                .ok_or(ItemError::Overflow)?;
+            if total > self.limit {
+                return Err(ImportError::AboveLimit);
+            }
+        }
+        Ok(())
+    }
+
     /// Imports records judged by `judge_import`; returns how many.
     pub(super) fn apply_import(&mut self, records: Vec<ImportRecord>) -> i64 {
         let count = records.len() as i64;

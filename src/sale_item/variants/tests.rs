@@ -4,7 +4,7 @@
 use super::*;
 use crate::sale_item::change::Order;
 use crate::sale_item::codec::WholeLoad;
-use crate::sale_item::{Change, Deduction, Verdict};
+use crate::sale_item::{Change, Deduction, ImportError, ImportRecord, Verdict};
 use proptest::prelude::*;
 
 const NOW: i64 = 1_000_000;
@@ -370,4 +370,77 @@ proptest! {
         prop_assert_eq!(&save_and_load(&item).unwrap(), &item);
         let _ = Change::Nothing;
     }
+}
+
+/// An import into variant `index` judged across variants, then in it, and
+/// applied, as the module does.
+fn import_into(
+    item: &mut SaleItem,
+    index: usize,
+    records: Vec<ImportRecord>,
+) -> Result<(), ImportError> {
+    item.judge_import_across(index, &records)?;
+    let Verdict::Change(change) = item.variants()[index].item.judge_import(records)? else {
+        return Ok(());
+    };
+    let variant = item.variant_mut(index).unwrap();
+    let plan = variant.settle_plan(&change, NOW, 0);
+    variant.apply(&plan, change);
+    Ok(())
+}
+
+fn purchase<'a>(id: &'a str, user: &'a str) -> ImportRecord<'a> {
+    ImportRecord::Request {
+        id: id.as_bytes(),
+        user: user.as_bytes(),
+        qty: 1,
+        status: crate::sale_item::Status::Purchased,
+        deadline: 0,
+        reply: 1,
+    }
+}
+
+#[test]
+fn an_import_into_one_variant_respects_the_others() {
+    let mut item = drop_of(&[3, 3], 1);
+    import_into(&mut item, 0, vec![purchase("o-1", "ann")]).unwrap();
+    // ann holds a unit of variant 0: the limit across variants refuses one
+    // more of variant 1, and so does a request id variant 0 recorded.
+    assert_eq!(
+        import_into(&mut item, 1, vec![purchase("o-2", "ann")]),
+        Err(ImportError::AboveLimit)
+    );
+    assert_eq!(
+        import_into(&mut item, 1, vec![purchase("o-1", "bob")]),
+        Err(ImportError::DuplicateRequest)
+    );
+    // Two records of one buyer in one call count together.
+    assert_eq!(
+        import_into(
+            &mut item,
+            1,
+            vec![
+                ImportRecord::Buyer {
+                    user: b"cy",
+                    units: 1
+                },
+                purchase("o-3", "cy")
+            ]
+        ),
+        Err(ImportError::AboveLimit)
+    );
+    assert_eq!(
+        item.variants()[1].item.remaining(),
+        3,
+        "refusals change nothing"
+    );
+    import_into(&mut item, 1, vec![purchase("o-3", "bob")]).unwrap();
+    assert_eq!(item.variants()[1].item.bought(b"bob"), 1);
+    // The imported item counts across variants as sales would: ann is at
+    // the limit in variant 1 too, and the whole item loads again.
+    assert_eq!(
+        buy(&mut item, 1, "ann", Some("o-4"), None, NOW),
+        Ok(Deduction::LimitExceeded)
+    );
+    assert!(save_and_load(&item).is_ok());
 }
