@@ -8,6 +8,7 @@
 //! temporary key and reads the rows in a fixed order, so a run interrupted
 //! at any point and started again ends with the same item.
 
+use crate::store::describe;
 use crate::{log, postgres_config, redis_settings_from_env};
 use postgres::NoTls;
 use seckill_client::endpoint::{Endpoint, Setting};
@@ -15,13 +16,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: seckill-orders rebuild --item KEY --supply N [--limit L]
-       [--start MS] [--end MS] [--stream KEY [--maxlen M]] [--replace]
+const USAGE: &str = "usage: seckill-orders rebuild --item KEY
+       (--supply N | --variant NAME:N [--variant NAME:N ...] [--variant-limit NAME:L ...])
+       [--limit L] [--start MS] [--end MS] [--stream KEY [--maxlen M]] [--replace]
        [--postgres-url URL] [--redis-url URL | --sentinel HOST:PORT[,...] --master-name NAME]
 
 Builds the item KEY again from its rows in the table seckill_orders, with
-N units of supply, the per-user LIMIT L, the sale window and the order
-stream given (as SECKILL.INIT takes them). An item that exists is left
+N units of supply (or, for a drop with variants, each variant NAME with its
+supply N and its own limit L, in the order given), the per-user LIMIT L,
+the sale window and the order stream given (as SECKILL.INIT takes them).
+An item that exists is left
 alone unless --replace is given. Redis and PostgreSQL are found as the
 consumer finds them (SECKILL_REDIS_URL, SECKILL_SENTINELS,
 SECKILL_MASTER_NAME, SECKILL_POSTGRES_URL; passwords from the environment
@@ -46,9 +50,19 @@ fn refused(message: impl Into<String>) -> Failure {
     Failure::Refused(message.into())
 }
 
+/// What the item sells: one stock, or a drop's variants.
+#[derive(Debug, PartialEq, Eq)]
+enum Supply {
+    One(i64),
+    /// Each variant's name and supply, in the order INIT names them.
+    Variants(Vec<(String, i64)>),
+}
+
 struct Options {
     item: String,
-    supply: i64,
+    supply: Supply,
+    /// A variant's own limit (`VARIANTLIMIT`), by name.
+    variant_limits: Vec<(String, i64)>,
     limit: i64,
     start: Option<i64>,
     end: Option<i64>,
@@ -67,12 +81,22 @@ fn number(flag: &str, value: &str) -> Result<i64, Failure> {
         .ok_or_else(|| Failure::Usage(format!("{flag}: not a non-negative integer: {value:?}")))
 }
 
+/// `NAME:N`, split at the last colon (a variant's name may have colons).
+fn named_number(flag: &str, value: &str) -> Result<(String, i64), Failure> {
+    let (name, count) = value
+        .rsplit_once(':')
+        .filter(|(name, _)| !name.is_empty())
+        .ok_or_else(|| Failure::Usage(format!("{flag}: not NAME:N: {value:?}")))?;
+    Ok((name.to_owned(), number(flag, count)?))
+}
+
 fn parse(args: &[String]) -> Result<Options, Failure> {
     let usage = |message: String| Failure::Usage(message);
     let mut redis = redis_settings_from_env();
     let mut postgres_from = "SECKILL_POSTGRES_URL".to_owned();
     let mut postgres_url = std::env::var("SECKILL_POSTGRES_URL").unwrap_or_default();
     let (mut item, mut supply, mut limit) = (None, None, 0);
+    let (mut variants, mut variant_limits) = (Vec::new(), Vec::new());
     let (mut start, mut end, mut stream, mut maxlen) = (None, None, None, None);
     let mut replace = false;
     let mut args = args.iter();
@@ -92,6 +116,8 @@ fn parse(args: &[String]) -> Result<Options, Failure> {
         match flag.as_str() {
             "--item" => item = Some(value),
             "--supply" => supply = Some(number(flag, &value)?),
+            "--variant" => variants.push(named_number(flag, &value)?),
+            "--variant-limit" => variant_limits.push(named_number(flag, &value)?),
             "--limit" => limit = number(flag, &value)?,
             "--start" => start = Some(number(flag, &value)?),
             "--end" => end = Some(number(flag, &value)?),
@@ -111,7 +137,20 @@ fn parse(args: &[String]) -> Result<Options, Failure> {
     let item = item
         .filter(|item| !item.is_empty())
         .ok_or_else(|| usage("--item is required".into()))?;
-    let supply = supply.ok_or_else(|| usage("--supply is required".into()))?;
+    let supply = match (supply, variants.is_empty()) {
+        (Some(supply), true) => Supply::One(supply),
+        (None, false) => Supply::Variants(variants),
+        (Some(_), false) => {
+            return Err(usage(
+                "--supply and --variant do not go together: a drop's supply is its variants'"
+                    .into(),
+            ))
+        }
+        (None, true) => return Err(usage("--supply (or --variant) is required".into())),
+    };
+    if !variant_limits.is_empty() && matches!(supply, Supply::One(_)) {
+        return Err(usage("--variant-limit needs --variant".into()));
+    }
     if maxlen.is_some() && stream.is_none() {
         return Err(usage("--maxlen needs --stream".into()));
     }
@@ -138,6 +177,7 @@ fn parse(args: &[String]) -> Result<Options, Failure> {
     Ok(Options {
         item,
         supply,
+        variant_limits,
         limit,
         start,
         end,
@@ -208,6 +248,8 @@ pub fn temporary_key(item: &str) -> String {
 
 /// One row of the table, as read.
 struct Row {
+    /// The variant the order is of, on a drop; `None` on an item without.
+    variant: Option<String>,
     order_id: String,
     user_id: String,
     qty: i64,
@@ -377,16 +419,22 @@ fn read_rows(options: &Options) -> Result<Vec<Row>, Failure> {
     let mut client = options
         .postgres
         .connect(NoTls)
-        .map_err(|err| refused(format!("cannot connect to PostgreSQL: {err}")))?;
+        .map_err(|err| refused(format!("cannot connect to PostgreSQL: {}", describe(&err))))?;
     // A fixed order (bytewise, whatever the database's collation), so
     // that every run imports the same records in the same calls.
     let rows = client
         .query(
-            "SELECT order_id, user_id, qty, status, stock_after, hold_until_ms \
+            "SELECT order_id, user_id, qty, status, stock_after, hold_until_ms, variant \
              FROM seckill_orders WHERE item = $1 ORDER BY order_id COLLATE \"C\"",
             &[&options.item],
         )
-        .map_err(|err| refused(format!("cannot read the orders of {}: {err}", options.item)))?;
+        .map_err(|err| {
+            refused(format!(
+                "cannot read the orders of {}: {}",
+                options.item,
+                describe(&err)
+            ))
+        })?;
     Ok(rows
         .iter()
         .map(|row| Row {
@@ -396,50 +444,68 @@ fn read_rows(options: &Options) -> Result<Vec<Row>, Failure> {
             status: row.get(3),
             stock_after: row.get(4),
             hold_until_ms: row.get(5),
+            variant: row.get(6),
         })
         .collect())
 }
 
 /// The last step, atomic: the held records imported (so that none can
 /// lapse, and write its `expire` event, before the item has its name and
-/// its order stream), the counters checked against the rows' totals, the
-/// order stream set, and the temporary key renamed onto the item's.
+/// its order stream), the counters checked against the rows' totals, part
+/// by part (the item's own stock, or each variant of a drop), the order
+/// stream set, and the temporary key renamed onto the item's.
 ///
-/// KEYS: temporary key, item, [stream]. ARGV: replace (0/1), maxlen,
-/// expected sold, refunded, held + expired, stock + held, requests, then
-/// the number of held records and their six fields each.
+/// KEYS: temporary key, item, [stream]. ARGV: replace (0/1), maxlen, the
+/// number of parts, then per part: its variant ('' for the item's own
+/// stock), the expected sold, refunded, held + expired, stock + held,
+/// requests, the number of its held records and their six fields each.
 const FINISH: &str = r#"
 local tmp, item, stream = KEYS[1], KEYS[2], KEYS[3]
 local replace = ARGV[1] == '1'
 if not replace and redis.call('EXISTS', item) == 1 then
   return {'exists'}
 end
--- 1,000 records a call: a Lua call takes at most about 8,000 arguments.
-local count = tonumber(ARGV[8])
-local at = 9
-while count > 0 do
-  local batch = math.min(count, 1000)
-  local call = {'SECKILL.IMPORT', tmp}
-  for _ = 1, batch do
-    call[#call + 1] = 'REQUEST'
-    for field = 0, 5 do
-      call[#call + 1] = ARGV[at + field]
+local parts = tonumber(ARGV[3])
+local at = 4
+for _ = 1, parts do
+  local variant = ARGV[at]
+  local expected = {ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]}
+  local count = tonumber(ARGV[at + 6])
+  at = at + 7
+  -- 1,000 records a call: a Lua call takes at most about 8,000 arguments.
+  while count > 0 do
+    local batch = math.min(count, 1000)
+    local call = {'SECKILL.IMPORT', tmp}
+    if variant ~= '' then
+      call[#call + 1] = 'VARIANT'
+      call[#call + 1] = variant
     end
-    at = at + 6
+    for _ = 1, batch do
+      call[#call + 1] = 'REQUEST'
+      for field = 0, 5 do
+        call[#call + 1] = ARGV[at + field]
+      end
+      at = at + 6
+    end
+    redis.call(unpack(call))
+    count = count - batch
   end
-  redis.call(unpack(call))
-  count = count - batch
-end
-local reply = redis.call('SECKILL.INFO', tmp)
-local info = {}
-for i = 1, #reply, 2 do
-  info[reply[i]] = reply[i + 1]
-end
-local got = {info['sold'], info['refunded'], info['held'] + info['expired'],
-             info['stock'] + info['held'], info['requests']}
-for i = 1, 5 do
-  if got[i] ~= tonumber(ARGV[2 + i]) then
-    return {'mismatch', got[1], got[2], got[3], got[4], got[5]}
+  local reply
+  if variant == '' then
+    reply = redis.call('SECKILL.INFO', tmp)
+  else
+    reply = redis.call('SECKILL.INFO', tmp, 'VARIANT', variant)
+  end
+  local info = {}
+  for i = 1, #reply, 2 do
+    info[reply[i]] = reply[i + 1]
+  end
+  local got = {info['sold'], info['refunded'], info['held'] + info['expired'],
+               info['stock'] + info['held'], info['requests']}
+  for i = 1, 5 do
+    if got[i] ~= tonumber(expected[i]) then
+      return {'mismatch', variant, got[1], got[2], got[3], got[4], got[5]}
+    end
   end
 end
 if stream then
@@ -448,6 +514,11 @@ if stream then
   else
     redis.call('SECKILL.STREAM', tmp, stream, 'MAXLEN', ARGV[2])
   end
+end
+local whole = redis.call('SECKILL.INFO', tmp)
+local info = {}
+for i = 1, #whole, 2 do
+  info[whole[i]] = whole[i + 1]
 end
 if replace then
   redis.call('RENAME', tmp, item)
@@ -529,6 +600,62 @@ fn hold_replies(
     }
 }
 
+/// One part of the item to import: its own stock (`variant` `None`), or
+/// one variant of a drop, with its supply and the plan of its rows.
+struct Part {
+    variant: Option<String>,
+    supply: i64,
+    plan: Plan,
+}
+
+impl Part {
+    fn name(&self) -> String {
+        self.variant
+            .as_ref()
+            .map_or_else(String::new, |variant| format!(" (variant {variant})"))
+    }
+}
+
+/// One part's variant (`None`: the item's own stock), supply and rows.
+type PartRows = (Option<String>, i64, Vec<Row>);
+
+/// The rows of each part of the item, in the order `supply` names the
+/// parts. Every row of a drop names one of its variants, and no row of an
+/// item without variants names one.
+fn parts_of(rows: Vec<Row>, supply: &Supply) -> Result<Vec<PartRows>, Failure> {
+    let mut parts: Vec<PartRows> = match supply {
+        Supply::One(units) => vec![(None, *units, Vec::new())],
+        Supply::Variants(variants) => variants
+            .iter()
+            .map(|(name, units)| (Some(name.clone()), *units, Vec::new()))
+            .collect(),
+    };
+    for row in rows {
+        let Some(part) = parts
+            .iter_mut()
+            .find(|(variant, _, _)| *variant == row.variant)
+        else {
+            return Err(refused(match (&row.variant, supply) {
+                (Some(variant), Supply::One(_)) => format!(
+                    "order {} is of variant {variant}: rebuild a drop with --variant \
+                     NAME:SUPPLY for each of its variants",
+                    row.order_id
+                ),
+                (Some(variant), Supply::Variants(_)) => format!(
+                    "order {} is of variant {variant}, which no --variant names",
+                    row.order_id
+                ),
+                (None, _) => format!(
+                    "order {} names no variant, and the item is rebuilt with variants",
+                    row.order_id
+                ),
+            }));
+        };
+        part.2.push(row);
+    }
+    Ok(parts)
+}
+
 fn rebuild(options: &Options) -> Result<Done, Failure> {
     let rows = read_rows(options)?;
     let item = options.item.as_str();
@@ -537,19 +664,36 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
         Some(stream) => hold_replies(&mut con, stream, item)?,
         None => HashMap::new(),
     };
-    let plan = plan(rows, options.supply, &replies)?;
-    if plan.confirmed_without_hold_entry > 0 {
+    let mut parts = Vec::new();
+    for (variant, supply, rows) in parts_of(rows, &options.supply)? {
+        let plan = plan(rows, supply, &replies).map_err(|failure| match (failure, &variant) {
+            (Failure::Refused(why), Some(variant)) => refused(format!("variant {variant}: {why}")),
+            (failure, _) => failure,
+        })?;
+        parts.push(Part {
+            variant,
+            supply,
+            plan,
+        });
+    }
+    let confirmed_without_hold_entry: usize = parts
+        .iter()
+        .map(|part| part.plan.confirmed_without_hold_entry)
+        .sum();
+    if confirmed_without_hold_entry > 0 {
         log(&format!(
-            "{} confirmed orders have no hold entry in the order stream: a retry of one \
-             gets the stock after its confirmation, not its hold's reply",
-            plan.confirmed_without_hold_entry
+            "{confirmed_without_hold_entry} confirmed orders have no hold entry in the order \
+             stream: a retry of one gets the stock after its confirmation, not its hold's reply"
         ));
     }
-    if plan.held_without_deadline > 0 {
+    let held_without_deadline: usize = parts
+        .iter()
+        .map(|part| part.plan.held_without_deadline)
+        .sum();
+    if held_without_deadline > 0 {
         log(&format!(
-            "{} held orders have no deadline in the table (hold_until_ms NULL): \
-             they are imported as holds lapsing now",
-            plan.held_without_deadline
+            "{held_without_deadline} held orders have no deadline in the table (hold_until_ms \
+             NULL): they are imported as holds lapsing now"
         ));
     }
     let tmp = temporary_key(item);
@@ -570,9 +714,23 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
         .query::<i64>(&mut con)
         .map_err(|err| redis_error(&format!("DEL {tmp}"), err))?;
     let mut init = redis::cmd("SECKILL.INIT");
-    init.arg(&tmp).arg(options.supply);
+    init.arg(&tmp);
+    match &options.supply {
+        Supply::One(units) => {
+            init.arg(units);
+        }
+        Supply::Variants(variants) => {
+            init.arg("VARIANTS").arg(variants.len());
+            for (name, units) in variants {
+                init.arg(name).arg(units);
+            }
+        }
+    }
     if options.limit > 0 {
         init.arg("LIMIT").arg(options.limit);
+    }
+    for (name, limit) in &options.variant_limits {
+        init.arg("VARIANTLIMIT").arg(name).arg(limit);
     }
     if let Some(start) = options.start {
         init.arg("START").arg(start);
@@ -586,27 +744,33 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
     if created != 1 {
         return Err(refused(format!("SECKILL.INIT {tmp} did not create it")));
     }
-    // Buyers without request ids first, then the settled requests, in
-    // order_id order; the holds go last, with the rename.
-    let mut records: Vec<Vec<String>> = plan
-        .buyers
-        .iter()
-        .map(|(user, units)| vec!["BUYER".to_owned(), user.clone(), units.to_string()])
-        .collect();
-    records.extend(plan.settled.iter().map(|request| {
-        let mut record = vec!["REQUEST".to_owned()];
-        record.extend(request.args());
-        record
-    }));
-    for batch in records.chunks(BATCH) {
-        let mut import = redis::cmd("SECKILL.IMPORT");
-        import.arg(&tmp);
-        for record in batch {
-            import.arg(record);
+    // Part by part: buyers without request ids first, then the settled
+    // requests, in order_id order; the holds go last, with the rename.
+    for part in &parts {
+        let plan = &part.plan;
+        let mut records: Vec<Vec<String>> = plan
+            .buyers
+            .iter()
+            .map(|(user, units)| vec!["BUYER".to_owned(), user.clone(), units.to_string()])
+            .collect();
+        records.extend(plan.settled.iter().map(|request| {
+            let mut record = vec!["REQUEST".to_owned()];
+            record.extend(request.args());
+            record
+        }));
+        for batch in records.chunks(BATCH) {
+            let mut import = redis::cmd("SECKILL.IMPORT");
+            import.arg(&tmp);
+            if let Some(variant) = &part.variant {
+                import.arg("VARIANT").arg(variant);
+            }
+            for record in batch {
+                import.arg(record);
+            }
+            import.query::<i64>(&mut con).map_err(|err| {
+                redis_error(&format!("SECKILL.IMPORT into {tmp}{}", part.name()), err)
+            })?;
         }
-        import
-            .query::<i64>(&mut con)
-            .map_err(|err| redis_error(&format!("SECKILL.IMPORT into {tmp}"), err))?;
     }
     let mut finish = redis::cmd("EVAL");
     finish.arg(FINISH);
@@ -614,38 +778,43 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
         Some(stream) => finish.arg(3).arg(&tmp).arg(item).arg(stream),
         None => finish.arg(2).arg(&tmp).arg(item),
     };
-    let requests = plan.settled.len() + plan.held.len();
     finish
         .arg(if options.replace { "1" } else { "0" })
         .arg(options.maxlen.map(|m| m.to_string()).unwrap_or_default())
-        .arg(plan.sold())
-        .arg(plan.refunded)
-        .arg(plan.held_units + plan.lapsed)
-        .arg(options.supply - plan.kept)
-        .arg(requests)
-        .arg(plan.held.len());
-    for request in &plan.held {
-        finish.arg(&request.args()[..]);
+        .arg(parts.len());
+    for part in &parts {
+        let plan = &part.plan;
+        finish
+            .arg(part.variant.as_deref().unwrap_or(""))
+            .arg(plan.sold())
+            .arg(plan.refunded)
+            .arg(plan.held_units + plan.lapsed)
+            .arg(part.supply - plan.kept)
+            .arg(plan.settled.len() + plan.held.len())
+            .arg(plan.held.len());
+        for request in &plan.held {
+            finish.arg(&request.args()[..]);
+        }
     }
     let reply: Vec<redis::Value> = finish
         .query(&mut con)
         .map_err(|err| redis_error(&format!("importing the holds into {tmp}"), err))?;
-    let word = |value: &redis::Value| match value {
-        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        redis::Value::SimpleString(text) => text.clone(),
+    let word = |value: Option<&redis::Value>| match value {
+        Some(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+        Some(redis::Value::SimpleString(text)) => text.clone(),
         _ => String::new(),
     };
     let int = |value: Option<&redis::Value>| match value {
         Some(redis::Value::Int(n)) => *n,
         _ => -1,
     };
-    match reply.first().map(word).as_deref() {
-        Some("done") => Ok(Done {
-            records: plan.records(),
+    match word(reply.first()).as_str() {
+        "done" => Ok(Done {
+            records: parts.iter().map(|part| part.plan.records()).sum(),
             stock: int(reply.get(1)),
             held: int(reply.get(2)),
         }),
-        Some("exists") => {
+        "exists" => {
             redis::cmd("DEL")
                 .arg(&tmp)
                 .query::<i64>(&mut con)
@@ -654,21 +823,32 @@ fn rebuild(options: &Options) -> Result<Done, Failure> {
                 "{item} was created while it was rebuilt: it is left as it is"
             )))
         }
-        Some("mismatch") => Err(refused(format!(
-            "the rebuilt item does not add up, so {item} was not created (left as {tmp}): \
-             sold {} (the rows give {}), refunded {} ({}), held + expired {} ({}), \
-             stock + held {} ({}), requests {} ({})",
-            int(reply.get(1)),
-            plan.sold(),
-            int(reply.get(2)),
-            plan.refunded,
-            int(reply.get(3)),
-            plan.held_units + plan.lapsed,
-            int(reply.get(4)),
-            options.supply - plan.kept,
-            int(reply.get(5)),
-            requests
-        ))),
+        "mismatch" => {
+            let variant = word(reply.get(1));
+            let part = parts
+                .iter()
+                .find(|part| part.variant.as_deref().unwrap_or("") == variant)
+                .ok_or_else(|| {
+                    refused(format!("unexpected reply from the last step: {reply:?}"))
+                })?;
+            let plan = &part.plan;
+            Err(refused(format!(
+                "the rebuilt item does not add up{}, so {item} was not created (left as \
+                 {tmp}): sold {} (the rows give {}), refunded {} ({}), held + expired {} \
+                 ({}), stock + held {} ({}), requests {} ({})",
+                part.name(),
+                int(reply.get(2)),
+                plan.sold(),
+                int(reply.get(3)),
+                plan.refunded,
+                int(reply.get(4)),
+                plan.held_units + plan.lapsed,
+                int(reply.get(5)),
+                part.supply - plan.kept,
+                int(reply.get(6)),
+                plan.settled.len() + plan.held.len()
+            )))
+        }
         _ => Err(refused(format!(
             "unexpected reply from the last step: {reply:?}"
         ))),
@@ -750,6 +930,105 @@ mod tests {
             status: status.into(),
             stock_after: stock,
             hold_until_ms: until,
+            variant: None,
+        }
+    }
+
+    fn of(variant: &str, mut row: Row) -> Row {
+        row.variant = Some(variant.into());
+        row
+    }
+
+    #[test]
+    fn a_drop_s_rows_go_to_their_variants_and_nowhere_else() {
+        let sizes = Supply::Variants(vec![("42".into(), 5), ("43".into(), 3)]);
+        let rows = vec![
+            of("43", row("a", "ann", 1, "purchased", 2, None)),
+            of("42", row("b", "bob", 1, "held", 4, Some(9))),
+            of("43", row("c", "cy", 1, "refunded", 1, None)),
+        ];
+        let parts = parts_of(rows, &sizes)
+            .map_err(|f| format!("{f:?}"))
+            .unwrap();
+        let ids: Vec<(Option<String>, i64, Vec<String>)> = parts
+            .into_iter()
+            .map(|(variant, supply, rows)| {
+                (
+                    variant,
+                    supply,
+                    rows.into_iter().map(|row| row.order_id).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (Some("42".into()), 5, vec!["b".to_owned()]),
+                (Some("43".into()), 3, vec!["a".to_owned(), "c".to_owned()]),
+            ]
+        );
+        // A row of a size no --variant names, a row of no size on a drop,
+        // and a row of a size on an item rebuilt without variants.
+        for (rows, supply) in [
+            (
+                vec![of("44", row("a", "ann", 1, "purchased", 2, None))],
+                &sizes,
+            ),
+            (vec![row("a", "ann", 1, "purchased", 2, None)], &sizes),
+            (
+                vec![of("42", row("a", "ann", 1, "purchased", 2, None))],
+                &Supply::One(5),
+            ),
+        ] {
+            assert!(matches!(parts_of(rows, supply), Err(Failure::Refused(_))));
+        }
+    }
+
+    #[test]
+    fn a_drop_is_named_variant_by_variant() {
+        let args = |list: &[&str]| list.iter().map(|arg| arg.to_string()).collect::<Vec<_>>();
+        let base = [
+            "--item",
+            "{d}",
+            "--postgres-url",
+            "postgres://u@127.0.0.1/db",
+        ];
+        let parsed = parse(&args(
+            &[
+                &base[..],
+                &[
+                    "--variant",
+                    "a:b:42:5",
+                    "--variant",
+                    "43:0",
+                    "--variant-limit",
+                    "43:1",
+                ],
+            ]
+            .concat(),
+        ))
+        .map_err(|f| format!("{f:?}"))
+        .unwrap();
+        assert_eq!(
+            parsed.supply,
+            Supply::Variants(vec![("a:b:42".into(), 5), ("43".into(), 0)])
+        );
+        assert_eq!(parsed.variant_limits, [("43".to_owned(), 1)]);
+        for wrong in [
+            &["--variant", "43"][..],
+            &["--variant", ":5"],
+            &["--variant", "43:-1"],
+            &["--supply", "5", "--variant", "43:1"],
+            &["--supply", "5", "--variant-limit", "43:1"],
+            &[],
+        ] {
+            assert!(
+                matches!(
+                    parse(&args(&[&base[..], wrong].concat())),
+                    Err(Failure::Usage(_))
+                ),
+                "{wrong:?}"
+            );
         }
     }
 

@@ -9,6 +9,7 @@
 //! out and counted; so are holds that lapsed a moment ago whose `expire`
 //! entry the module has not written yet.
 
+use crate::store::describe;
 use crate::{postgres_config, redis_settings_from_env, NETWORK_TIMEOUT};
 use postgres::NoTls;
 use redis::{Connection, Value};
@@ -669,18 +670,6 @@ fn order_of(id: &str, fields: &HashMap<String, String>) -> String {
         Some(request) if !request.is_empty() => request.clone(),
         _ => format!("entry:{id}"),
     }
-}
-
-/// An error with the chain of its causes.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The items `--stream` means: those with rows in the table or entries in

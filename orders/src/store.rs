@@ -74,8 +74,9 @@ impl From<postgres::Error> for StoreError {
     }
 }
 
-/// An error with the chain of its causes.
-fn describe(error: &dyn std::error::Error) -> String {
+/// An error with the chain of its causes: a PostgreSQL error shows as
+/// "db error" alone, its cause says what went wrong.
+pub fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

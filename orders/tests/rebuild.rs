@@ -640,3 +640,131 @@ fn an_existing_item_or_a_supply_too_small_is_refused() {
     );
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }
+
+/// `SECKILL.INFO key VARIANT name` as a map.
+fn variant_info(
+    con: &mut redis::Connection,
+    item: &str,
+    variant: &str,
+) -> BTreeMap<String, redis::Value> {
+    let pairs: Vec<(String, redis::Value)> = ok(con, &["SECKILL.INFO", item, "VARIANT", variant]);
+    pairs.into_iter().collect()
+}
+
+#[test]
+fn a_deleted_drop_is_rebuilt_size_by_size_and_answers_as_before() {
+    const DROP: &str = "{drop:rb}";
+    const ORDERS: &str = "{drop:rb}:orders";
+    const SIZES: [(&str, i64); 3] = [("42", 40), ("43", 30), ("44", 20)];
+    let pg = Postgres::start().expect("PostgreSQL is not installed: run `make deps`");
+    let server = Server::start();
+    let mut con = server.client();
+    let mut init = vec!["SECKILL.INIT", DROP, "VARIANTS", "3"];
+    let stocks: Vec<String> = SIZES.iter().map(|(_, stock)| stock.to_string()).collect();
+    for ((name, _), stock) in SIZES.iter().zip(&stocks) {
+        init.extend([*name, stock.as_str()]);
+    }
+    init.extend(["LIMIT", "2", "VARIANTLIMIT", "44", "1", "STREAM", ORDERS]);
+    ok::<i64>(&mut con, &init);
+    let consumer = start_consumer(&server, &pg, ORDERS, "drop");
+    // Purchases, holds confirmed, refunded and left pending, a purchase
+    // without a request id, on random sizes.
+    let far = (server_now_ms(&mut con) + 3_600_000).to_string();
+    let mut replies = HashMap::new();
+    let mut accepted = 0;
+    for index in 0..150usize {
+        let (size, _) = SIZES[index % 3];
+        let user = format!("user:{}", index % 70);
+        let id = format!("order:{index}");
+        let mut args = vec!["SECKILL.DEDUCT", DROP, &user, "1", "VARIANT", size];
+        if index % 10 != 9 {
+            args.extend(["ID", &id]);
+            if index % 4 == 1 {
+                args.extend(["HOLDUNTIL", &far]);
+            }
+        }
+        let reply: i64 = ok(&mut con, &args);
+        if reply >= 0 {
+            accepted += 1;
+        }
+        if reply < 0 || index % 10 == 9 {
+            continue;
+        }
+        match index % 8 {
+            1 => assert_eq!(ok::<i64>(&mut con, &["SECKILL.CONFIRM", DROP, &id]), 1),
+            2 => assert_eq!(ok::<i64>(&mut con, &["SECKILL.REFUND", DROP, &id]), 1),
+            _ => {}
+        }
+        replies.insert(id, (user, size, reply));
+    }
+    wait_until(
+        "the table to have every order",
+        Duration::from_secs(60),
+        || drained(&mut con, ORDERS) && rows(&pg, DROP).len() == accepted,
+    );
+    let sizes_before: Vec<(String, i64)> = ok(&mut con, &["SECKILL.VARIANTS", DROP]);
+    let before: Vec<_> = SIZES
+        .iter()
+        .map(|(size, _)| variant_info(&mut con, DROP, size))
+        .collect();
+    let whole = info(&mut con, DROP);
+    ok::<i64>(&mut con, &["DEL", DROP]);
+
+    let mut args = vec!["--item", DROP, "--limit", "2", "--stream", ORDERS];
+    let supplies: Vec<String> = SIZES
+        .iter()
+        .map(|(size, stock)| format!("{size}:{stock}"))
+        .collect();
+    for supply in &supplies {
+        args.extend(["--variant", supply.as_str()]);
+    }
+    args.extend(["--variant-limit", "44:1"]);
+    let output = rebuild(&server, &pg, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        ok::<Vec<(String, i64)>>(&mut con, &["SECKILL.VARIANTS", DROP]),
+        sizes_before
+    );
+    for ((size, _), before) in SIZES.iter().zip(&before) {
+        assert_eq!(&variant_info(&mut con, DROP, size), before, "size {size}");
+    }
+    assert_eq!(info(&mut con, DROP), whole);
+    // Every request id answers on its size as it did; on another size it is
+    // refused, as a request id names one purchase of one size.
+    for (id, (user, size, reply)) in &replies {
+        let again: i64 = ok(
+            &mut con,
+            &["SECKILL.DEDUCT", DROP, user, "1", "ID", id, "VARIANT", size],
+        );
+        assert!(again == *reply || again == -4, "{id}: {again} for {reply}");
+        let other = SIZES
+            .iter()
+            .map(|(s, _)| *s)
+            .find(|s| s != size)
+            .unwrap_or("42");
+        let refused = redis::cmd("SECKILL.DEDUCT")
+            .arg(&[DROP, user, "1", "ID", id, "VARIANT", other])
+            .query::<i64>(&mut con);
+        assert!(refused.is_err(), "{id} on {other}: {refused:?}");
+    }
+    assert_eq!(info(&mut con, DROP), whole, "replays changed nothing");
+
+    // Rebuilt without --variant, or with a size missing, it is refused.
+    ok::<i64>(&mut con, &["DEL", DROP]);
+    let output = rebuild(&server, &pg, &["--item", DROP, "--supply", "90"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("is of variant"), "{}", text(&output));
+    let output = rebuild(
+        &server,
+        &pg,
+        &["--item", DROP, "--variant", "42:40", "--variant", "43:30"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("which no --variant names"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(ok::<i64>(&mut con, &["EXISTS", DROP]), 0);
+    drop(consumer);
+}
