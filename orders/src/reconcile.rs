@@ -136,15 +136,24 @@ struct Order {
     user: String,
     qty: i64,
     status: String,
+    /// The variant the order is of, on an item with variants.
+    variant: Option<String>,
 }
 
 impl Order {
     fn to_json(&self) -> Json {
-        json!({"user": self.user, "qty": self.qty, "status": self.status})
+        let mut order = json!({"user": self.user, "qty": self.qty, "status": self.status});
+        if let (Some(variant), Some(fields)) = (&self.variant, order.as_object_mut()) {
+            fields.insert("variant".into(), json!(variant));
+        }
+        order
     }
 
     fn shown(&self) -> String {
-        format!("{} {} {}", self.user, self.qty, self.status)
+        match &self.variant {
+            Some(variant) => format!("{} {} {} ({variant})", self.user, self.qty, self.status),
+            None => format!("{} {} {}", self.user, self.qty, self.status),
+        }
     }
 }
 
@@ -252,22 +261,55 @@ fn read_after(
 }
 
 /// The item's records: request ids, and each buyer's units.
+/// A buyer's units bought without a request id: by user, and by variant
+/// on an item with variants.
+type BuyerKey = (String, Option<String>);
+
+#[derive(Default)]
 struct Records {
     requests: HashMap<String, (Order, i64)>,
-    buyers: HashMap<String, i64>,
+    buyers: HashMap<BuyerKey, i64>,
 }
 
-fn scan(con: &mut Connection, item: &str) -> Result<Records, String> {
+/// Every record of the item, or of each of its variants (`variants`, as
+/// `SECKILL.VARIANTS` names them) on an item with variants.
+fn scan_all(con: &mut Connection, item: &str, variants: &[String]) -> Result<Records, String> {
+    if variants.is_empty() {
+        return scan(con, item, None);
+    }
+    let mut records = Records::default();
+    for variant in variants {
+        let part = scan(con, item, Some(variant))?;
+        records.requests.extend(part.requests);
+        records.buyers.extend(part.buyers);
+    }
+    Ok(records)
+}
+
+/// The variants of an item with variants, by name.
+fn variant_names(con: &mut Connection, item: &str) -> Result<Vec<String>, String> {
+    let mut call = redis::cmd("SECKILL.VARIANTS");
+    call.arg(item);
+    let listed: Option<Vec<(String, i64)>> =
+        query(con, &call).map_err(|err| format!("SECKILL.VARIANTS {item}: {err}"))?;
+    Ok(listed
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+fn scan(con: &mut Connection, item: &str, variant: Option<&str>) -> Result<Records, String> {
     let mut restarts = 0;
     'scan: loop {
-        let mut records = Records {
-            requests: HashMap::new(),
-            buyers: HashMap::new(),
-        };
+        let mut records = Records::default();
         let mut cursor = "0".to_owned();
         loop {
             let mut call = redis::cmd("SECKILL.SCAN");
             call.arg(item).arg(&cursor).arg("COUNT").arg(PAGE);
+            if let Some(variant) = variant {
+                call.arg("VARIANT").arg(variant);
+            }
             let reply = match query::<Value>(con, &call) {
                 Ok(reply) => reply,
                 // A cursor is lost with a restart of the server: start over.
@@ -291,7 +333,9 @@ fn scan(con: &mut Connection, item: &str) -> Result<Records, String> {
                         ("buyer", 3) => {
                             let user = text(&fields[1]).unwrap_or_default();
                             let units = int(&fields[2]).unwrap_or(0);
-                            records.buyers.insert(user, units);
+                            records
+                                .buyers
+                                .insert((user, variant.map(str::to_owned)), units);
                         }
                         ("request", 6) => {
                             let id = text(&fields[1]).unwrap_or_default();
@@ -299,6 +343,7 @@ fn scan(con: &mut Connection, item: &str) -> Result<Records, String> {
                                 user: text(&fields[2]).unwrap_or_default(),
                                 qty: int(&fields[3]).unwrap_or(0),
                                 status: table_status(&text(&fields[4]).unwrap_or_default()),
+                                variant: variant.map(str::to_owned),
                             };
                             let deadline = int(&fields[5]).unwrap_or(0);
                             records.requests.insert(id, (order, deadline));
@@ -496,13 +541,13 @@ fn reconcile_item(
         Some(stream) => Some(last_entry(con, stream)?),
         None => None,
     };
-    let records = if exists {
-        scan(con, item)?
+    let records = if !exists {
+        Records::default()
+    } else if info.get("variants").is_some_and(|count| *count > 0) {
+        let variants = variant_names(con, item)?;
+        scan_all(con, item, &variants)?
     } else {
-        Records {
-            requests: HashMap::new(),
-            buyers: HashMap::new(),
-        }
+        scan_all(con, item, &[])?
     };
     let time: Vec<i64> = query(con, &redis::cmd("TIME"))?;
     let now_ms =
@@ -515,7 +560,7 @@ fn reconcile_item(
     // committed before, so its row is there.
     let rows = pg
         .query(
-            "SELECT order_id, user_id, qty, status FROM seckill_orders WHERE item = $1",
+            "SELECT order_id, user_id, qty, status, variant FROM seckill_orders WHERE item = $1",
             &[&item],
         )
         .map_err(|err| format!("reading seckill_orders: {}", describe(&err)))?;
@@ -528,6 +573,7 @@ fn reconcile_item(
                     user: row.get(1),
                     qty: row.get(2),
                     status: row.get(3),
+                    variant: row.get(4),
                 },
             )
         })
@@ -580,6 +626,7 @@ fn reconcile_item(
                     ("status", record.status != row.status),
                     ("user", record.user != row.user),
                     ("qty", record.qty != row.qty),
+                    ("variant", record.variant != row.variant),
                 ]
                 .into_iter()
                 .filter_map(|(field, differs)| differs.then_some(field))
@@ -606,21 +653,27 @@ fn reconcile_item(
     // Purchases without a request id: the module keeps only each buyer's
     // units, so they are compared per buyer: its units less its live
     // requests, against its entry:<id> rows.
-    let mut anonymous_module: BTreeMap<&str, i64> = BTreeMap::new();
-    for (user, units) in &records.buyers {
-        anonymous_module.insert(user, *units);
+    // On an item with variants, per buyer and variant.
+    type Anonymous<'a> = BTreeMap<(&'a str, Option<&'a str>), i64>;
+    let mut anonymous_module: Anonymous = BTreeMap::new();
+    for ((user, variant), units) in &records.buyers {
+        anonymous_module.insert((user, variant.as_deref()), *units);
     }
     for (order, _) in records.requests.values() {
         if matches!(order.status.as_str(), "purchased" | "held" | "confirmed") {
-            *anonymous_module.entry(&order.user).or_default() -= order.qty;
+            *anonymous_module
+                .entry((&order.user, order.variant.as_deref()))
+                .or_default() -= order.qty;
         }
     }
-    let mut anonymous_table: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut anonymous_table: Anonymous = BTreeMap::new();
     for (id, row) in rows.iter().filter(|(id, _)| id.starts_with("entry:")) {
         if left.orders.contains(id) || left.users.contains(&row.user) {
             continue;
         }
-        *anonymous_table.entry(&row.user).or_default() += row.qty;
+        *anonymous_table
+            .entry((&row.user, row.variant.as_deref()))
+            .or_default() += row.qty;
         table.add(row);
         if row.status != "purchased" {
             let record = Order {
@@ -633,22 +686,27 @@ fn reconcile_item(
             }));
         }
     }
-    let users: BTreeSet<&str> = anonymous_module
+    let users: BTreeSet<(&str, Option<&str>)> = anonymous_module
         .keys()
         .chain(anonymous_table.keys())
         .copied()
-        .filter(|user| !left.users.contains(*user))
+        .filter(|(user, _)| !left.users.contains(*user))
         .collect();
     let buyers = users.len();
-    for user in users {
-        let in_module = anonymous_module.get(user).copied().unwrap_or(0);
-        let in_table = anonymous_table.get(user).copied().unwrap_or(0);
+    for key in users {
+        let in_module = anonymous_module.get(&key).copied().unwrap_or(0);
+        let in_table = anonymous_table.get(&key).copied().unwrap_or(0);
         module.sold += in_module;
         if in_module != in_table {
-            differences.push(json!({
+            let (user, variant) = key;
+            let mut difference = json!({
                 "order_id": null, "kind": "anonymous_units", "user": user,
                 "table": in_table, "module": in_module,
-            }));
+            });
+            if let (Some(variant), Some(fields)) = (variant, difference.as_object_mut()) {
+                fields.insert("variant".into(), json!(variant));
+            }
+            differences.push(difference);
         }
     }
     Ok(Report {
@@ -802,6 +860,7 @@ fn report_text(report: &Report, group: &str) -> String {
                     user: value["user"].as_str().unwrap_or_default().to_owned(),
                     qty: value["qty"].as_i64().unwrap_or(0),
                     status: value["status"].as_str().unwrap_or_default().to_owned(),
+                    variant: value["variant"].as_str().map(str::to_owned),
                 }
                 .shown(),
                 other => other.to_string(),
@@ -811,10 +870,16 @@ fn report_text(report: &Report, group: &str) -> String {
             let kind = difference["kind"].as_str().unwrap_or_default();
             let (id, what) = match kind {
                 "anonymous_units" => (
-                    format!(
-                        "(no id) {}",
-                        difference["user"].as_str().unwrap_or_default()
-                    ),
+                    match difference["variant"].as_str() {
+                        Some(variant) => format!(
+                            "(no id) {} ({variant})",
+                            difference["user"].as_str().unwrap_or_default()
+                        ),
+                        None => format!(
+                            "(no id) {}",
+                            difference["user"].as_str().unwrap_or_default()
+                        ),
+                    },
                     "units bought without id".to_owned(),
                 ),
                 "mismatch" => (

@@ -465,3 +465,99 @@ fn the_reconcile_timer_and_service_verify() {
         .collect();
     assert!(about_units.is_empty(), "{complaints}");
 }
+
+#[test]
+fn a_drop_is_reconciled_size_by_size() {
+    const DROP: &str = "{sku:rec}:drop";
+    let pg = Postgres::start().expect("PostgreSQL is not installed: run `make deps`");
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(
+        &mut con,
+        &[
+            "SECKILL.INIT",
+            DROP,
+            "VARIANTS",
+            "2",
+            "42",
+            "5",
+            "43",
+            "5",
+            "LIMIT",
+            "2",
+            "STREAM",
+            STREAM,
+        ],
+    );
+    let consumer = start_consumer(&server, &pg);
+    for args in [
+        &["ann", "1", "ID", "d1", "VARIANT", "42"][..],
+        &["bob", "1", "ID", "d2", "VARIANT", "43", "HOLD", "600"],
+        &["cy", "1", "VARIANT", "43"],
+        &["cy", "1", "VARIANT", "42"],
+    ] {
+        let mut call = vec!["SECKILL.DEDUCT", DROP];
+        call.extend_from_slice(args);
+        assert!(ok::<i64>(&mut con, &call) >= 0, "{call:?}");
+    }
+    let rows = |pg: &Postgres| -> i64 {
+        let mut client = Client::connect(&pg.url(), NoTls).expect("connect to PostgreSQL");
+        client
+            .query_one(
+                "SELECT count(*) FROM seckill_orders WHERE item = $1",
+                &[&DROP],
+            )
+            .map(|row| row.get(0))
+            .unwrap_or(0)
+    };
+    wait_until(
+        "the table to hold the drop",
+        Duration::from_secs(30),
+        || rows(&pg) == 4 && undelivered(&mut con) == 0,
+    );
+    stop(consumer);
+    let report = |server: &Server, pg: &Postgres| -> (i32, Json) {
+        let (code, out) = reconcile(server, pg, &["--item", DROP, "--json"]);
+        let document: Json =
+            serde_json::from_str(&out).unwrap_or_else(|_| panic!("not JSON: {out}"));
+        (code, document["items"][0].clone())
+    };
+    let (code, agreed) = report(&server, &pg);
+    assert_eq!(code, 0, "{agreed}");
+    assert_eq!(agreed["differences"], json!([]), "{agreed}");
+
+    // The size of an order, and of units bought without an id, is compared.
+    sql(
+        &pg,
+        "UPDATE seckill_orders SET variant = '43' WHERE order_id = 'd1'",
+    );
+    sql(
+        &pg,
+        "UPDATE seckill_orders SET variant = '42' \
+         WHERE item = '{sku:rec}:drop' AND user_id = 'cy' AND variant = '43'",
+    );
+    let (code, drifted) = report(&server, &pg);
+    assert_eq!(code, 1, "{drifted}");
+    let differences = drifted["differences"].as_array().expect("differences");
+    let mismatch = differences
+        .iter()
+        .find(|difference| difference["order_id"] == json!("d1"))
+        .expect("d1 differs");
+    assert_eq!(mismatch["fields"], json!(["variant"]), "{drifted}");
+    assert_eq!(mismatch["module"]["variant"], json!("42"));
+    assert_eq!(mismatch["table"]["variant"], json!("43"));
+    let anonymous: Vec<(&str, i64, i64)> = differences
+        .iter()
+        .filter(|difference| difference["kind"] == json!("anonymous_units"))
+        .map(|difference| {
+            (
+                difference["variant"].as_str().unwrap_or_default(),
+                difference["table"].as_i64().unwrap_or(-1),
+                difference["module"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(anonymous, [("42", 2, 1), ("43", 0, 1)], "{drifted}");
+    let (_, text) = reconcile(&server, &pg, &["--item", DROP]);
+    assert!(text.contains("(no id) cy (43)"), "{text}");
+}
