@@ -21,9 +21,11 @@ use crate::sale_item::{Change, HoldRef, Moment, SaleItem, StreamSetting};
 use crate::server::notify::{notify_keyspace_event, replicate, replicate_verbatim, ReplicaArg};
 use crate::server::{now_ms, selected_db, signal_modified, Arg, ItemKey};
 use crate::stats;
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisValue};
+use redis_module::{raw, Context, NotifyEvent, RedisError, RedisResult, RedisValue};
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One value per line of a write to several items: kept on the stack for
 /// orders of up to four lines, the bundles and carts a checkout sends, so
@@ -693,13 +695,53 @@ fn notify(ctx: &Context, key: &Arg, event: &CStr) {
     notify_keyspace_event(ctx, NotifyEvent::MODULE, event, key);
 }
 
+/// True while the server loads data (an RDB, the AOF, a full sync), as its
+/// loading events tell.
+static LOADING: AtomicBool = AtomicBool::new(false);
+
+/// The server's loading events: `loading` from a start to the end.
+pub fn loading_changed(loading: bool) {
+    LOADING.store(loading, Ordering::Relaxed);
+}
+
+thread_local! {
+    /// The client `master_decided` last asked the server about, with the
+    /// flags that made a decision then and the answer. What makes a
+    /// client's calls decided elsewhere (being the master's connection, or
+    /// a slot migration's import connection) is the client's for its life,
+    /// and ids are never reused; loading is checked apart, and an answer
+    /// found while loading is not kept.
+    static LAST_CLIENT: Cell<Option<(u64, u32, bool)>> = const { Cell::new(None) };
+}
+
 /// True while this server applies decisions its master made: commands from
 /// the master on a replica, commands replayed from the AOF at startup, and
 /// on Valkey 9 what a slot migration's source streams to this node (its
 /// snapshot and its writes since, decided by the node that owns the slot).
+///
+/// Asked by every write of an item with holds, a window or an order
+/// stream. The server's answer (`RM_GetContextFlags`, which works out a
+/// dozen other flags too) costs a sixth of a hold, so it is kept for the
+/// client that asked last: a connection's calls follow each other.
 pub fn master_decided(ctx: &Context) -> bool {
+    if LOADING.load(Ordering::Relaxed) {
+        return true;
+    }
     let decided = crate::slot_migration::decided_flags();
-    crate::server::context::flags(ctx).is_some_and(|flags| flags & decided != 0)
+    let client = crate::server::context::client_id(ctx);
+    let known = LAST_CLIENT.get();
+    if let Some((id, flags, answer)) = known {
+        if client != 0 && id == client && flags == decided {
+            return answer;
+        }
+    }
+    let flags = crate::server::context::flags(ctx);
+    let answer = flags.is_some_and(|flags| flags & decided != 0);
+    let loading = flags.is_some_and(|flags| flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0);
+    if client != 0 && !loading {
+        LAST_CLIENT.set(Some((client, decided, answer)));
+    }
+    answer
 }
 
 /// A repeated call (a replayed request id, a hold confirmed or refunded

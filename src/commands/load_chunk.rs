@@ -97,6 +97,7 @@ fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
 pub fn on_loading_event(ctx: &Context, subevent: u64) {
     let ended = subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED
         || subevent == raw::REDISMODULE_SUBEVENT_LOADING_FAILED;
+    crate::write::loading_changed(!ended);
     if !ended || persistence::partly_loaded_items() == 0 {
         return;
     }

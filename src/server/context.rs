@@ -24,6 +24,13 @@ pub fn flags(ctx: &Context) -> Option<u32> {
     unsafe { raw_flags(ctx.get_raw()) }
 }
 
+/// The id of the client running `ctx`'s command; 0 for none (a timer, an
+/// event). Ids are never reused while the server runs.
+pub fn client_id(ctx: &Context) -> u64 {
+    // SAFETY: the context is valid for the duration of the call.
+    redis_api!(RedisModule_GetClientId).map_or(0, |id| unsafe { id(ctx.get_raw()) })
+}
+
 /// Every context flag this server knows, `None` if it cannot tell.
 pub fn flags_all() -> Option<u32> {
     let flags_all = redis_api!(RedisModule_GetContextFlagsAll)?;

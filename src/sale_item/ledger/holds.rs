@@ -196,6 +196,23 @@ fn count_emptied(emptied: &mut BTreeMap<i64, usize>, moment: i64, add: bool) {
     }
 }
 
+/// When `holder`, holding `units` in all, is emptied by lapses: when its
+/// last hold lapses if every unit it has is in a hold, else never.
+fn emptied_moment(holder: &Holder, units: i64) -> Option<i64> {
+    match holder.held {
+        0 => None,
+        held if units <= 0 || held < units => None,
+        // The usual case: every unit is in a hold, and the last one to
+        // lapse empties the buyer.
+        held if held == units => holder.holds.last_key().map(|(deadline, _)| deadline),
+        // More held than the buyer has: only an item being loaded from
+        // bytes that the load's final check refuses (requests for more
+        // units than their user holds). No walk of the buyer's holds,
+        // which a forged payload could make cost one per hold it adds.
+        _ => None,
+    }
+}
+
 /// Keeps a running total of heap bytes as a map goes from `before` to
 /// `after` bytes.
 fn track(total: &mut usize, before: usize, after: usize) {
@@ -355,8 +372,20 @@ impl HoldBook {
         let before = holder.holds.heap();
         holder.holds.insert(hold, qty);
         holder.held = holder.held.saturating_add(qty);
-        track(&mut self.maps_heap, before, holder.holds.heap());
-        self.refresh(buyer, units_of(buyer));
+        let after = holder.holds.heap();
+        if holder.held == 0 {
+            // A hold of no units (bytes a load refuses in the end): the
+            // holder may go, as `refresh` decides.
+            track(&mut self.maps_heap, before, after);
+            return self.refresh(buyer, units_of(buyer));
+        }
+        // The holder just found, not found again (`refresh`): it holds
+        // units, so it stays.
+        let was = holder.emptied_at;
+        let emptied_at = emptied_moment(holder, units_of(buyer));
+        holder.emptied_at = emptied_at;
+        track(&mut self.maps_heap, before, after);
+        self.emptied_moved(was, emptied_at);
     }
 
     /// Removes `hold`; returns its units if it was pending. `units_of` gives
@@ -415,18 +444,7 @@ impl HoldBook {
             return;
         };
         let was = holder.emptied_at;
-        let emptied_at = match holder.held {
-            0 => None,
-            held if units <= 0 || held < units => None,
-            // The usual case: every unit is in a hold, and the last one
-            // to lapse empties the buyer.
-            held if held == units => holder.holds.last_key().map(|(deadline, _)| deadline),
-            // More held than the buyer has: only an item being loaded from
-            // bytes that the load's final check refuses (requests for more
-            // units than their user holds). No walk of the buyer's holds,
-            // which a forged payload could make cost one per hold it adds.
-            _ => None,
-        };
+        let emptied_at = emptied_moment(holder, units);
         if holder.held == 0 {
             let heap = holder.holds.heap();
             self.holders.remove(&buyer);
@@ -442,7 +460,14 @@ impl HoldBook {
         } else {
             holder.emptied_at = emptied_at;
         }
-        if was == emptied_at {
+        self.emptied_moved(was, emptied_at);
+    }
+
+    /// A buyer emptied at `was` is now emptied at `now` (`None`: not
+    /// emptied by lapses): the counts by moment and the cursor's figures
+    /// follow.
+    fn emptied_moved(&mut self, was: Option<i64>, now: Option<i64>) {
+        if was == now {
             return;
         }
         if let Some(old) = was {
@@ -452,7 +477,7 @@ impl HoldBook {
                 cursor.figures.emptied_buyers = cursor.figures.emptied_buyers.saturating_sub(1);
             }
         }
-        if let Some(new) = emptied_at {
+        if let Some(new) = now {
             count_emptied(&mut self.emptied, new, true);
             let cursor = self.cursor_mut();
             if new <= cursor.through {
