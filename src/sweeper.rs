@@ -111,7 +111,7 @@ pub fn start(ctx: &Context) {
 }
 
 fn tick(ctx: &Context) {
-    let more = sweep(ctx);
+    let more = crate::order_stream::in_one_step(|| sweep(ctx));
     call_later(ctx, if more { 0 } else { interval_ms() }, tick);
 }
 
