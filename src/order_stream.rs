@@ -14,9 +14,10 @@ use crate::server::key::{can_add_to_streams, stream_kind, StreamId, StreamKind};
 use crate::server::notify::{
     can_replicate, notify_keyspace_event, replicate_xadd, signal_key_as_ready, signal_modified,
 };
-use crate::server::{now_ms, OwnedString, StreamKey, Strings};
+use crate::server::{now_ms, selected_db, OwnedString, StreamKey, Strings};
 use redis_module::{Context, NotifyEvent, RedisError};
 use std::cell::RefCell;
+use std::os::raw::c_int;
 
 /// An entry appended in this step, kept to replicate it: its ID and the
 /// field strings made for the append, replicated as they are.
@@ -38,6 +39,9 @@ pub struct OrderStream<'ctx> {
     created: bool,
 }
 
+/// A stream by its database and name.
+type StreamInDb = (c_int, Vec<u8>);
+
 thread_local! {
     /// The streams found with IDs to spare during the sweep step under way
     /// (`None` outside one). A step is one timer call, in which no client
@@ -46,7 +50,8 @@ thread_local! {
     /// was below the largest millisecond stays so for the step. Asking the
     /// server (`XINFO STREAM`, which also builds the first and last
     /// entries) cost a tenth of each release.
-    static ROOMY_THIS_STEP: RefCell<Option<Vec<Vec<u8>>>> = const { RefCell::new(None) };
+    /// Each by its database and name: the step moves between databases.
+    static ROOMY_THIS_STEP: RefCell<Option<Vec<StreamInDb>>> = const { RefCell::new(None) };
 }
 
 /// Runs one sweep step: `step`, with the streams' room remembered for it.
@@ -57,18 +62,20 @@ pub fn in_one_step<R>(step: impl FnOnce() -> R) -> R {
     result
 }
 
-fn known_roomy(stream: &[u8]) -> bool {
+fn known_roomy(db: c_int, stream: &[u8]) -> bool {
     ROOMY_THIS_STEP.with_borrow(|roomy| {
-        roomy
-            .as_ref()
-            .is_some_and(|names| names.iter().any(|name| name == stream))
+        roomy.as_ref().is_some_and(|streams| {
+            streams
+                .iter()
+                .any(|(in_db, name)| *in_db == db && name == stream)
+        })
     })
 }
 
-fn remember_roomy(stream: &[u8]) {
+fn remember_roomy(db: c_int, stream: &[u8]) {
     ROOMY_THIS_STEP.with_borrow_mut(|roomy| {
-        if let Some(names) = roomy {
-            names.push(stream.to_vec());
+        if let Some(streams) = roomy {
+            streams.push((db, stream.to_vec()));
         }
     });
 }
@@ -141,7 +148,8 @@ impl<'ctx> OrderStream<'ctx> {
             return Ok(());
         }
         let stream = self.name.as_arg();
-        if known_roomy(stream.as_bytes()) {
+        let db = selected_db(ctx);
+        if known_roomy(db, stream.as_bytes()) {
             return Ok(());
         }
         // A missing stream has every ID left.
@@ -158,7 +166,7 @@ impl<'ctx> OrderStream<'ctx> {
             return Ok(());
         };
         if ms < u64::MAX {
-            remember_roomy(stream.as_bytes());
+            remember_roomy(db, stream.as_bytes());
             Ok(())
         } else if u64::MAX - seq >= entries as u64 {
             Ok(())

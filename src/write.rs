@@ -695,11 +695,13 @@ fn notify(ctx: &Context, key: &Arg, event: &CStr) {
     notify_keyspace_event(ctx, NotifyEvent::MODULE, event, key);
 }
 
-/// True while the server loads data (an RDB, the AOF, a full sync), as its
-/// loading events tell.
+/// True while the server loads its RDB or its AOF, as its loading events
+/// tell: no client runs then but the AOF's. A replica's load is not
+/// counted: the server may serve clients during it.
 static LOADING: AtomicBool = AtomicBool::new(false);
 
-/// The server's loading events: `loading` from a start to the end.
+/// The server's loading events: `loading` from the start of an RDB or AOF
+/// load to its end.
 pub fn loading_changed(loading: bool) {
     LOADING.store(loading, Ordering::Relaxed);
 }

@@ -97,7 +97,13 @@ fn discard_item(ctx: &Context, name: &Arg, reason: &str) {
 pub fn on_loading_event(ctx: &Context, subevent: u64) {
     let ended = subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED
         || subevent == raw::REDISMODULE_SUBEVENT_LOADING_FAILED;
-    crate::write::loading_changed(!ended);
+    // Only loads in which no client runs but the AOF's: during a replica's
+    // load the server may keep serving clients (`repl-diskless-load
+    // swapdb`), whose calls are their own.
+    crate::write::loading_changed(
+        subevent == raw::REDISMODULE_SUBEVENT_LOADING_RDB_START
+            || subevent == raw::REDISMODULE_SUBEVENT_LOADING_AOF_START,
+    );
     if !ended || persistence::partly_loaded_items() == 0 {
         return;
     }
