@@ -24,6 +24,12 @@ pub fn fnv1a32(bytes: &[u8]) -> u32 {
     })
 }
 
+/// Part `i`'s share of `total` units over `parts` parts: an even share,
+/// one more for the first `total % parts`.
+fn share_of(total: i64, parts: i64, i: usize) -> i64 {
+    total / parts + i64::from((i as i64) < total % parts)
+}
+
 /// The conventional part names of `item`: `<item>:part:<i>`.
 pub fn named(item: &str, parts: usize) -> Vec<String> {
     (0..parts).map(|i| format!("{item}:part:{i}")).collect()
@@ -70,10 +76,7 @@ impl SplitItem {
         self.parts
             .iter()
             .enumerate()
-            .map(|(i, part)| {
-                let share = total / n + i64::from((i as i64) < total % n);
-                con.seckill_init(&template(part, share))
-            })
+            .map(|(i, part)| con.seckill_init(&template(part, share_of(total, n, i))))
             .collect()
     }
 
@@ -95,10 +98,7 @@ impl SplitItem {
             .map(|(i, part)| {
                 let shares = sizes
                     .iter()
-                    .map(|(name, stock)| {
-                        let share = stock / n + i64::from((i as i64) < stock % n);
-                        ((*name).to_owned(), share)
-                    })
+                    .map(|(name, stock)| ((*name).to_owned(), share_of(*stock, n, i)))
                     .collect();
                 con.seckill_init(&template(part, shares))
             })
