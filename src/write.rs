@@ -77,7 +77,12 @@ pub struct Decision<'a> {
 /// stream is judged alike at any moment, so the hot path of a plain sale
 /// asks neither the server's role nor its clock.
 pub fn moment_of(ctx: &Context, item: &SaleItem) -> Moment {
-    let untimed = item.earliest_deadline().is_none()
+    moment_given(ctx, item, item.earliest_deadline())
+}
+
+/// [`moment_of`], given the item's `earliest_deadline`, found already.
+pub fn moment_given(ctx: &Context, item: &SaleItem, earliest_deadline: Option<i64>) -> Moment {
+    let untimed = earliest_deadline.is_none()
         && item.window().is_always_open()
         && item.order_stream().is_none();
     if untimed || master_decided(ctx) {

@@ -191,6 +191,13 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             None => moment.lapses_at(),
         };
         as_sent.set(sent_at.is_none() || moment.now().is_none());
+        // The ids are hashed once for every line, and each line's index
+        // slots start loading before the first line is judged: an order's
+        // lookups on its items then wait for memory together, not in turn.
+        let hashed = Quota::hashing(user, Some(request_id));
+        for seen in items.iter().flatten() {
+            seen.part.prefetch_purchase(&hashed);
+        }
         let mut judged = PerLine::with_capacity(items.len());
         for (seen, qty) in items.iter().zip(&quantities) {
             let Some(seen) = seen else {
@@ -203,8 +210,11 @@ pub fn mdeduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             // A variant's buyer is judged against the item's limit across
             // its variants too, as DEDUCT ... VARIANT is.
             let quota = match seen.variant {
-                Some(index) => seen.whole.quota(index, user, Some(request_id), moment)?,
-                None => Quota::default(),
+                Some(index) => {
+                    seen.whole
+                        .quota_from(index, user, Some(request_id), moment, hashed)?
+                }
+                None => hashed,
             };
             let order = Order {
                 user,

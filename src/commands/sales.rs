@@ -9,8 +9,8 @@ use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
 use crate::write::{
-    check_stream_room, fence_repeat, master_decided, moment_of, part_of, vouch_whole, write_opened,
-    write_part, Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
+    check_stream_room, fence_repeat, master_decided, moment_given, part_of, vouch_whole,
+    write_opened, write_part, Decision, Effect, Judgement, Part, NO_SUCH_ITEM,
 };
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::cell::Cell;
@@ -125,18 +125,26 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     let user = id(user_arg, ERR_BAD_USER)?;
     let qty = positive(qty_arg)?;
+    // A plain purchase (no option) by a user id no setting refuses can be
+    // answered sold out before anything else is read or built: what almost
+    // every call of a sale's last seconds gets (see `sold_out_for`).
+    let plain = options.is_empty()
+        && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
+    let mut opened = plain.then(|| ItemKey::open_read(ctx, name));
+    let found = opened.as_mut().map(ItemKey::item_mut);
+    if let Some(Ok(Some(item))) = &found {
+        if item.sold_out_for(qty) && !item.has_variants() {
+            stats::count_deduct_reply(NOT_ENOUGH_STOCK);
+            return Ok(RedisValue::Integer(NOT_ENOUGH_STOCK));
+        }
+    }
+    // A call with options opens its key once they are read: one they
+    // refuse touches nothing, not even the keyspace's hit counters.
     let options = DeductOptions::parse(options, || master_decided(ctx))?;
     let mut rewrite_slot = None;
     let rewrite_slot = &mut rewrite_slot;
     // The deadline of the hold the call made or replayed, for WITHDEADLINE.
     let deadline = Cell::new(None);
-    // A plain purchase by a user id no setting refuses can be answered
-    // sold out before anything else is read (see `sold_out_for`).
-    let plain = options.request_id.is_none()
-        && options.hold.is_none()
-        && options.decided_at.is_none()
-        && options.variant.is_none()
-        && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
     let with_deadline = options.with_deadline;
     let deadline = &deadline;
     let across_variants: Cell<Option<AcrossVariants>> = Cell::new(None);
@@ -241,22 +249,27 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             moment,
         }))
     };
-    let mut key = ItemKey::open_read(ctx, name);
-    let reply = match key.item_mut()? {
-        None => Ok(RedisValue::Integer(NO_SUCH_ITEM)),
-        Some(item) if plain && item.sold_out_for(qty) && !item.has_variants() => {
-            Ok(RedisValue::Integer(NOT_ENOUGH_STOCK))
+    let mut key;
+    let found = match found {
+        Some(found) => found,
+        None => {
+            key = ItemKey::open_read(ctx, name);
+            key.item_mut()
         }
+    };
+    let reply = match found? {
+        None => Ok(RedisValue::Integer(NO_SUCH_ITEM)),
         Some(item) if options.variant.is_some() || item.has_variants() => {
             let variant = options.variant.map(Arg::as_bytes);
             let index = variant_place(item, variant)?;
             check_configured_id_length(ctx, item, user, options.request_id)?;
-            let anchor = item.latest_replicated_moment();
-            let moment = deduct_moment(ctx, moment_of(ctx, item), &options, anchor);
+            let (anchor, earliest_deadline) = item.latest_replicated_and_earliest_due();
+            let whole_moment = moment_given(ctx, item, earliest_deadline);
+            let moment = deduct_moment(ctx, whole_moment, &options, anchor);
             across_variants.set(Some(AcrossVariants {
                 moment,
                 anchor,
-                earliest_deadline: item.earliest_deadline(),
+                earliest_deadline,
                 quota: item.quota(index, user, options.request_id, moment)?,
             }));
             let part = item

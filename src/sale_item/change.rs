@@ -225,7 +225,11 @@ impl SaleItem {
         if hold_until.is_some() && request_id.is_none() {
             return Err(ItemError::HoldWithoutId);
         }
-        let request_hash = match request_id.map(|id| self.ledger.find_request(id)) {
+        let find_request = |id| match quota.request_hash {
+            Some(hash) => self.ledger.find_request_hashed(hash, id),
+            None => self.ledger.find_request(id),
+        };
+        let request_hash = match request_id.map(find_request) {
             Some(Lookup::Found(handle)) => {
                 let request = self.ledger.request(handle);
                 if request.user != user || request.qty != qty {
@@ -262,7 +266,10 @@ impl SaleItem {
             },
             Stock::Unlimited => super::UNLIMITED_STOCK,
         };
-        let buyer = self.ledger.find_buyer(user);
+        let buyer = match quota.user_hash {
+            Some(hash) => self.ledger.find_buyer_hashed(hash, user),
+            None => self.ledger.find_buyer(user),
+        };
         let own_lapsing = match buyer {
             Lookup::Found(buyer) if lapsing > 0 => self.lapsing(moment, Some(buyer.handle())).1,
             _ => 0,

@@ -12,7 +12,7 @@
 
 #[cfg(test)]
 use super::change::Order;
-use super::ledger::Lookup;
+use super::ledger::{hash_of, Lookup};
 #[cfg(test)]
 use super::{Deduction, Verdict};
 use super::{ItemError, ItemStats, Moment, SaleItem, Stock};
@@ -51,9 +51,25 @@ pub struct Quota {
     /// 0: no cap across variants.
     pub limit: i64,
     pub elsewhere: i64,
+    /// The request id's and the user's hashes, as every ledger hashes
+    /// them: worked out once for all the variants, the one bought from
+    /// included.
+    pub request_hash: Option<u64>,
+    pub user_hash: Option<u64>,
 }
 
 impl Quota {
+    /// No cap across variants, with the hashes of `user` and `request_id`
+    /// worked out for every item a call judges them on.
+    pub fn hashing(user: &[u8], request_id: Option<&[u8]>) -> Quota {
+        Quota {
+            limit: 0,
+            elsewhere: 0,
+            request_hash: request_id.map(hash_of),
+            user_hash: Some(hash_of(user)),
+        }
+    }
+
     /// True if `held` units in the variant bought from, plus `qty` more,
     /// would take the buyer over the item's limit.
     pub fn exceeded_by(&self, held: i64, qty: i64) -> bool {
@@ -140,9 +156,11 @@ impl SaleItem {
 
     /// The place of the variant called `name`.
     pub fn variant_index(&self, name: &[u8]) -> Option<usize> {
-        self.variants()
-            .iter()
-            .position(|variant| *variant.name == *name)
+        // Names are a few bytes: compared in place, not by a call to
+        // memcmp each.
+        self.variants().iter().position(|variant| {
+            variant.name.len() == name.len() && variant.name.iter().zip(name).all(|(a, b)| a == b)
+        })
     }
 
     pub fn variant(&self, index: usize) -> Option<&SaleItem> {
@@ -181,30 +199,58 @@ impl SaleItem {
         request_id: Option<&[u8]>,
         moment: Moment,
     ) -> Result<Quota, ItemError> {
+        let hashed = Quota::hashing(user, request_id);
+        self.quota_from(index, user, request_id, moment, hashed)
+    }
+
+    /// [`SaleItem::quota`] with the ids' hashes `hashed` carries (from
+    /// [`Quota::hashing`]).
+    pub fn quota_from(
+        &self,
+        index: usize,
+        user: &[u8],
+        request_id: Option<&[u8]>,
+        moment: Moment,
+        hashed: Quota,
+    ) -> Result<Quota, ItemError> {
         let mut elsewhere: i64 = 0;
-        // Every ledger hashes ids alike: each id is hashed once here, not
-        // once per variant (a purchase of a variant is a flash sale's hot
-        // path).
-        let request = request_id.map(|id| (self.ledger.hash_id(id), id));
-        let user_hash = (self.limit > 0).then(|| self.ledger.hash_id(user));
+        // Every ledger hashes ids alike: each id is hashed once, not once
+        // per variant (a purchase of a variant is a flash sale's hot path).
+        let request_hash = hashed.request_hash;
+        let user_hash = hashed.user_hash.unwrap_or_else(|| hash_of(user));
         for (place, variant) in self.variants().iter().enumerate() {
             if place == index {
                 continue;
             }
             let ledger = &variant.item.ledger;
-            if let Some((hash, id)) = request {
+            if let (Some(hash), Some(id)) = (request_hash, request_id) {
                 if matches!(ledger.find_request_hashed(hash, id), Lookup::Found(_)) {
                     return Err(ItemError::RequestMismatch);
                 }
             }
-            if let Some(hash) = user_hash {
-                elsewhere = elsewhere.saturating_add(variant.item.units_at(hash, user, moment));
+            if self.limit > 0 {
+                elsewhere =
+                    elsewhere.saturating_add(variant.item.units_at(user_hash, user, moment));
             }
         }
         Ok(Quota {
             limit: self.limit,
             elsewhere,
+            request_hash,
+            user_hash: Some(user_hash),
         })
+    }
+
+    /// Starts loading the index slots a purchase by the ids `hashed`
+    /// carries (see [`Quota::hashing`]) reads first: an order's lines are
+    /// looked up on several items, whose cache misses then overlap.
+    pub fn prefetch_purchase(&self, hashed: &Quota) {
+        if let Some(hash) = hashed.request_hash {
+            self.ledger.prefetch_request(hash);
+        }
+        if let Some(hash) = hashed.user_hash {
+            self.ledger.prefetch_buyer(hash);
+        }
     }
 
     /// Units `user` holds at `moment`: holds lapsed by then count as given
@@ -290,14 +336,24 @@ impl SaleItem {
     }
 
     /// The latest replicated moment of every part (see
-    /// [`SaleItem::replicated_moment`]): a purchase of one variant is
-    /// judged against the others too, at the moment the whole sale was
-    /// last replicated with.
-    pub fn latest_replicated_moment(&self) -> i64 {
-        self.parts()
-            .map(SaleItem::replicated_moment)
-            .max()
-            .unwrap_or(0)
+    /// [`SaleItem::replicated_moment`]) and [`SaleItem::earliest_deadline`],
+    /// in one pass over the variants: a purchase of one variant is judged
+    /// against the others too, at the moment the whole sale was last
+    /// replicated with.
+    pub fn latest_replicated_and_earliest_due(&self) -> (i64, Option<i64>) {
+        let variants = self.variants();
+        if variants.is_empty() {
+            return (self.replicated_moment(), self.next_deadline());
+        }
+        let mut latest = 0;
+        let mut earliest: Option<i64> = None;
+        for variant in variants {
+            latest = latest.max(variant.item.replicated_moment());
+            if let Some(deadline) = variant.item.next_deadline() {
+                earliest = Some(earliest.map_or(deadline, |at| at.min(deadline)));
+            }
+        }
+        (latest, earliest)
     }
 }
 

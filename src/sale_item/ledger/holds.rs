@@ -18,9 +18,10 @@
 //! else.
 
 use super::sorted_map::{allocated, tree_entry, SortedMap};
+use super::tail_map::TailMap;
 use super::{units_in, HASHER};
 use foldhash::fast::FoldHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -117,11 +118,11 @@ impl Cursor {
 pub struct HoldBook {
     /// Pending holds by deadline: what the sweep releases in order, and
     /// what the cursor walks (a deadline at a time, not a hold).
-    by_deadline: BTreeMap<i64, Bucket>,
+    by_deadline: TailMap<i64, Bucket>,
     /// Buyers with pending holds: a buyer's holds without a walk of all.
     holders: HashMap<u32, Holder, HandleHasher>,
     /// How many buyers are emptied at each moment.
-    emptied: BTreeMap<i64, usize>,
+    emptied: TailMap<i64, usize>,
     /// Pending holds.
     len: usize,
     /// The earliest deadline, kept: every write of an item with holds asks
@@ -172,22 +173,10 @@ fn emptied(units: i64, due: i64) -> bool {
 
 /// Counts one more (`add`) or one less buyer emptied at `moment`. A buyer
 /// who holds again moves its moment to the new latest deadline, the last
-/// key as a rule: found there without a search.
-fn count_emptied(emptied: &mut BTreeMap<i64, usize>, moment: i64, add: bool) {
-    if let Some(mut last) = emptied.last_entry() {
-        if *last.key() == moment {
-            if add {
-                *last.get_mut() += 1;
-            } else if *last.get() > 1 {
-                *last.get_mut() -= 1;
-            } else {
-                last.remove();
-            }
-            return;
-        }
-    }
+/// key as a rule: found beside the tree (see `TailMap`).
+fn count_emptied(emptied: &mut TailMap<i64, usize>, moment: i64, add: bool) {
     if add {
-        *emptied.entry(moment).or_default() += 1;
+        *emptied.get_or_insert_with(moment, || 0) += 1;
     } else if let Some(count) = emptied.get_mut(&moment) {
         *count -= 1;
         if *count == 0 {
@@ -222,9 +211,9 @@ fn track(total: &mut usize, before: usize, after: usize) {
 impl HoldBook {
     pub const fn new() -> HoldBook {
         HoldBook {
-            by_deadline: BTreeMap::new(),
+            by_deadline: TailMap::new(),
             holders: HashMap::with_hasher(HandleHasher),
-            emptied: BTreeMap::new(),
+            emptied: TailMap::new(),
             len: 0,
             first: None,
             maps_heap: 0,
@@ -325,14 +314,9 @@ impl HoldBook {
 
     /// Runs `change` on the bucket of `deadline`, made if new. Holds mostly
     /// come in deadline order, many to a millisecond: the last bucket is
-    /// found without a search.
+    /// found without a search (see `TailMap`).
     fn in_bucket<R>(&mut self, deadline: i64, change: impl FnOnce(&mut Bucket) -> R) -> R {
-        if let Some(mut last) = self.by_deadline.last_entry() {
-            if *last.key() == deadline {
-                return change(last.get_mut());
-            }
-        }
-        change(self.by_deadline.entry(deadline).or_insert(Bucket {
+        change(self.by_deadline.get_or_insert_with(deadline, || Bucket {
             units: 0,
             holds: SortedMap::new(),
         }))

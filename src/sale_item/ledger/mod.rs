@@ -25,6 +25,7 @@ mod holds;
 mod request;
 mod scan;
 mod sorted_map;
+mod tail_map;
 mod unindexed;
 
 use super::index::{prefetch, Index};
@@ -84,6 +85,11 @@ impl Buyer {
 /// loads, as Redis seeds its own dict hashes once per process: ids chosen
 /// to collide cannot be prepared in advance.
 static HASHER: LazyLock<RandomState> = LazyLock::new(RandomState::default);
+
+/// The hash every ledger finds `id` by (see [`Ledger::hash_id`]).
+pub fn hash_of(id: &[u8]) -> u64 {
+    HASHER.hash_one(id)
+}
 
 #[derive(Clone, Default)]
 pub struct Ledger {

@@ -1,6 +1,8 @@
 //! A map kept in key order that stays a sorted vector while small, and the
 //! hold book's estimate of what its allocations take.
 
+use super::tail_map::{self, TailMap};
+#[cfg(test)]
 use std::collections::BTreeMap;
 use std::ops::Bound::{Included, Unbounded};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,10 +22,11 @@ pub(super) enum SortedMap<K, V, const SMALL: usize> {
 
 /// Entries in sorted runs of at most `run` (see `run_len`), each run
 /// filed in a B-tree under a key no greater than its first entry's and
-/// greater than every entry of the runs before it.
+/// greater than every entry of the runs before it. The last run, where new
+/// keys go, sits beside the tree (see `TailMap`).
 #[derive(Clone, Debug)]
 pub(super) struct Runs<K, V> {
-    runs: BTreeMap<K, Vec<(K, V)>>,
+    runs: TailMap<K, Vec<(K, V)>>,
     len: usize,
 }
 
@@ -44,7 +47,7 @@ const fn run_len(small: usize) -> usize {
 pub(super) enum Entries<'a, K, V> {
     Small(std::slice::Iter<'a, (K, V)>),
     Large {
-        runs: std::collections::btree_map::Range<'a, K, Vec<(K, V)>>,
+        runs: tail_map::Range<'a, K, Vec<(K, V)>>,
         run: std::slice::Iter<'a, (K, V)>,
         /// Entries with keys at most this are skipped (the first run of
         /// `after`).
@@ -100,7 +103,7 @@ impl<K: Ord + Copy, V: Copy> Runs<K, V> {
     /// `entries`, in key order, cut into runs of `run`.
     fn of(entries: Vec<(K, V)>, run: usize) -> Runs<K, V> {
         let len = entries.len();
-        let mut runs = BTreeMap::new();
+        let mut runs = TailMap::new();
         for chunk in entries.chunks(run) {
             let mut filed = Runs::new_run(run);
             filed.extend_from_slice(chunk);
@@ -124,8 +127,7 @@ impl<K: Ord + Copy, V: Copy> Runs<K, V> {
     fn insert(&mut self, key: K, value: V, run_len: usize) -> Option<V> {
         // The usual case: a key after every other, at the end of the last
         // run, or in a new one after it.
-        if let Some(mut last) = self.runs.last_entry() {
-            let run = last.get_mut();
+        if let Some((_, run)) = self.runs.last_mut() {
             if run.last().is_some_and(|(at, _)| *at < key) {
                 if run.len() < run_len {
                     run.push((key, value));
@@ -419,7 +421,7 @@ mod tests {
                     // Every run has room for a run and no more, holds at
                     // least one entry, and is filed under a key at most its
                     // first.
-                    for (filed, run) in &runs.runs {
+                    for (filed, run) in runs.runs.iter() {
                         prop_assert!(!run.is_empty() && run.len() <= 3);
                         prop_assert_eq!(run.capacity(), 3);
                         prop_assert!(*filed <= run[0].0);
