@@ -135,6 +135,10 @@ fn stats_now(item: &SaleItem) -> crate::sale_item::ItemStats {
 /// The place of the variant `name` names in `item`, or why none: an item
 /// with variants needs one named, and one without has none.
 fn variant_place(item: &SaleItem, name: Option<&[u8]>) -> Result<usize, RedisError> {
+    // A purchase of a size: found at once, without the general dispatch.
+    if let Some(index) = name.and_then(|name| item.variant_index(name)) {
+        return Ok(index);
+    }
     crate::write::part_index(item, crate::write::Part::Variant(name))?
         .ok_or(RedisError::Str(ERR_VARIANT_NEEDED))
 }

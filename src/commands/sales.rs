@@ -5,6 +5,7 @@ use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{
     Change, Confirmation, Deduction, Moment, Order, Quota, SaleItem, Status, Verdict,
 };
+use crate::server::arg::is_word;
 use crate::server::ItemKey;
 use crate::server::{now_ms, Arg};
 use crate::stats;
@@ -54,30 +55,29 @@ impl<'a> DeductOptions<'a> {
         while let Some(option) = args.next() {
             // The option's bytes are read once, not once per keyword tried.
             let option = option.as_bytes();
-            let is = |keyword: &[u8]| option.eq_ignore_ascii_case(keyword);
-            if is(b"WITHDEADLINE") && !options.with_deadline {
+            if is_word(option, b"WITHDEADLINE") && !options.with_deadline {
                 options.with_deadline = true;
                 continue;
             }
             let value = args.next().ok_or(RedisError::Str(ERR_SYNTAX))?;
-            if is(b"ID") && options.request_id.is_none() {
+            if is_word(option, b"ID") && options.request_id.is_none() {
                 options.request_id = Some(id(value, ERR_BAD_REQUEST)?);
                 options.request_arg = Some(value);
-            } else if is(b"HOLD") && options.hold.is_none() {
+            } else if is_word(option, b"HOLD") && options.hold.is_none() {
                 let millis = integer(value)?
                     .checked_mul(1000)
                     .filter(|millis| *millis > 0)
                     .ok_or(RedisError::Str(ERR_BAD_HOLD))?;
                 options.hold = Some(Hold::For(millis));
-            } else if is(b"HOLDUNTIL") && options.hold.is_none() {
+            } else if is_word(option, b"HOLDUNTIL") && options.hold.is_none() {
                 let unix_ms = integer(value)?;
                 if unix_ms <= 0 {
                     return Err(RedisError::Str(ERR_BAD_HOLD));
                 }
                 options.hold = Some(Hold::Until(unix_ms));
-            } else if is(b"VARIANT") && options.variant.is_none() {
+            } else if is_word(option, b"VARIANT") && options.variant.is_none() {
                 options.variant = Some(value);
-            } else if is(b"AT") && options.decided_at.is_none() && from_master() {
+            } else if is_word(option, b"AT") && options.decided_at.is_none() && from_master() {
                 options.decided_at = Some(integer(value)?);
             } else {
                 return Err(RedisError::Str(ERR_SYNTAX));

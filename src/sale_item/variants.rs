@@ -223,6 +223,11 @@ impl SaleItem {
                 continue;
             }
             let ledger = &variant.item.ledger;
+            // A size nobody bought yet (the usual case early in a drop)
+            // has nothing to look up.
+            if ledger.request_count() == 0 && ledger.buyer_count() == 0 {
+                continue;
+            }
             if let (Some(hash), Some(id)) = (request_hash, request_id) {
                 if matches!(ledger.find_request_hashed(hash, id), Lookup::Found(_)) {
                     return Err(ItemError::RequestMismatch);

@@ -51,6 +51,25 @@ impl<'a> Arg<'a> {
     }
 }
 
+/// True if `bytes` is `keyword`, an upper-case word of letters only, in
+/// any case. A letter and its other case differ in bit 5 alone, and no
+/// other byte matches a letter with that bit set, so each byte is compared
+/// in one step: a fixed-length compare the compiler unrolls, where
+/// `eq_ignore_ascii_case` folds both sides byte by byte (a hot path's
+/// options are read on every call).
+pub fn is_word<const N: usize>(bytes: &[u8], keyword: &[u8; N]) -> bool {
+    debug_assert!(keyword.iter().all(u8::is_ascii_uppercase));
+    let Ok(bytes) = <&[u8; N]>::try_from(bytes) else {
+        return false;
+    };
+    bytes
+        .iter()
+        .zip(keyword)
+        .fold(true, |same, (byte, letter)| {
+            same & (byte | 0x20 == letter | 0x20)
+        })
+}
+
 /// `bytes` as a 64-bit integer by the rules of the server's `string2ll`
 /// (what `RedisModule_StringToLongLong` applies): the decimal form of an
 /// integer exactly as the server would print it, so no sign but `-`, no
@@ -99,7 +118,7 @@ pub unsafe fn from_argv<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int)
 
 #[cfg(test)]
 mod tests {
-    use super::parse_integer;
+    use super::{is_word, parse_integer};
     use proptest::prelude::*;
 
     #[test]
@@ -130,6 +149,30 @@ mod tests {
     }
 
     proptest! {
+        /// A word matches exactly what a case-blind compare matches: the
+        /// keyword in any mix of cases, with any byte changed to any other
+        /// (the other case of a non-letter included), or cut short.
+        #[test]
+        fn a_word_matches_as_a_case_blind_compare(
+            cases in any::<u16>(),
+            changed in any::<(usize, u8)>(),
+            cut in 0usize..14,
+        ) {
+            let keyword = b"WITHDEADLINE";
+            let mut bytes: Vec<u8> = keyword
+                .iter()
+                .enumerate()
+                .map(|(at, letter)| if cases >> at & 1 == 1 { letter.to_ascii_lowercase() } else { *letter })
+                .collect();
+            prop_assert!(is_word(&bytes, keyword));
+            let (at, byte) = changed;
+            bytes[at % keyword.len()] = byte;
+            prop_assert_eq!(is_word(&bytes, keyword), bytes.eq_ignore_ascii_case(keyword));
+            bytes.truncate(cut);
+            prop_assert_eq!(is_word(&bytes, keyword), bytes.eq_ignore_ascii_case(keyword));
+            prop_assert_eq!(is_word(&bytes, b"ID"), bytes.eq_ignore_ascii_case(b"ID"));
+        }
+
         /// What the server's `string2ll` accepts is exactly the decimal
         /// form an integer prints as.
         #[test]

@@ -312,37 +312,28 @@ impl HoldBook {
             .map(|(hold, _)| hold)
     }
 
-    /// Runs `change` on the bucket of `deadline`, made if new. Holds mostly
-    /// come in deadline order, many to a millisecond: the last bucket is
-    /// found without a search (see `TailMap`).
-    fn in_bucket<R>(&mut self, deadline: i64, change: impl FnOnce(&mut Bucket) -> R) -> R {
-        change(self.by_deadline.get_or_insert_with(deadline, || Bucket {
-            units: 0,
-            holds: SortedMap::new(),
-        }))
-    }
-
     /// Adds a hold of `qty` units of `buyer`. `units_of` gives each buyer's
     /// units as stored now; a change of them is told by `units_changed`.
     pub fn insert(&mut self, hold: HoldRef, qty: i64, buyer: u32, units_of: impl Fn(u32) -> i64) {
         let (deadline, handle) = hold;
         // A hold is added once; should one come twice, it is replaced. One
         // search of the bucket finds out, not two: the hold path is a hot
-        // one.
-        let added = self.in_bucket(deadline, |bucket| {
-            let before = bucket.holds.heap();
-            if let Some(old) = bucket.holds.insert(handle, Held { qty, buyer }) {
-                bucket.holds.insert(handle, old);
-                return None;
-            }
-            bucket.units = bucket.units.saturating_add(qty);
-            Some((before, bucket.holds.heap()))
+        // one. Holds mostly come in deadline order, many to a millisecond:
+        // the last bucket is found without a search (see `TailMap`).
+        let bucket = self.by_deadline.get_or_insert_with(deadline, || Bucket {
+            units: 0,
+            holds: SortedMap::new(),
         });
-        let Some((before, after)) = added else {
+        if let Some(old) =
+            bucket
+                .holds
+                .insert_counted(handle, Held { qty, buyer }, &mut self.maps_heap)
+        {
+            bucket.holds.insert(handle, old);
             self.remove(&hold, &units_of);
             return self.insert(hold, qty, buyer, units_of);
-        };
-        track(&mut self.maps_heap, before, after);
+        }
+        bucket.units = bucket.units.saturating_add(qty);
         self.len += 1;
         if self.first.is_none_or(|first| deadline < first) {
             self.first = Some(deadline);
@@ -353,14 +344,11 @@ impl HoldBook {
             emptied_at: None,
             holds: SortedMap::new(),
         });
-        let before = holder.holds.heap();
-        holder.holds.insert(hold, qty);
+        holder.holds.insert_counted(hold, qty, &mut self.maps_heap);
         holder.held = holder.held.saturating_add(qty);
-        let after = holder.holds.heap();
         if holder.held == 0 {
             // A hold of no units (bytes a load refuses in the end): the
             // holder may go, as `refresh` decides.
-            track(&mut self.maps_heap, before, after);
             return self.refresh(buyer, units_of(buyer));
         }
         // The holder just found, not found again (`refresh`): it holds
@@ -368,7 +356,6 @@ impl HoldBook {
         let was = holder.emptied_at;
         let emptied_at = emptied_moment(holder, units_of(buyer));
         holder.emptied_at = emptied_at;
-        track(&mut self.maps_heap, before, after);
         self.emptied_moved(was, emptied_at);
     }
 

@@ -349,16 +349,42 @@ impl<K: Ord + Copy, V: Copy, const SMALL: usize> SortedMap<K, V, SMALL> {
 
     /// Bytes on the heap.
     pub(super) fn heap(&self) -> usize {
+        Self::heap_of(self.shape())
+    }
+
+    /// What the heap bytes follow from: a vector's room, or a count of
+    /// runs (each with a run's room), told apart.
+    fn shape(&self) -> (bool, usize) {
         match self {
-            SortedMap::Small(entries) => {
-                allocated(entries.capacity() * std::mem::size_of::<(K, V)>())
-            }
-            SortedMap::Large(runs) => {
-                runs.runs.len()
-                    * (allocated(Self::RUN * std::mem::size_of::<(K, V)>())
-                        + tree_entry::<K, Vec<(K, V)>>())
-            }
+            SortedMap::Small(entries) => (false, entries.capacity()),
+            SortedMap::Large(runs) => (true, runs.runs.len()),
         }
+    }
+
+    fn heap_of((large, count): (bool, usize)) -> usize {
+        if large {
+            count
+                * (allocated(Self::RUN * std::mem::size_of::<(K, V)>())
+                    + tree_entry::<K, Vec<(K, V)>>())
+        } else {
+            allocated(count * std::mem::size_of::<(K, V)>())
+        }
+    }
+
+    /// [`SortedMap::insert`], keeping `heap`, a running total of heap
+    /// bytes that counts this map's, in step. Most inserts allocate
+    /// nothing: the bytes are worked out again only when the map's room
+    /// changed.
+    pub(super) fn insert_counted(&mut self, key: K, value: V, heap: &mut usize) -> Option<V> {
+        let before = self.shape();
+        let old = self.insert(key, value);
+        let after = self.shape();
+        if after != before {
+            *heap = heap
+                .saturating_sub(Self::heap_of(before))
+                .saturating_add(Self::heap_of(after));
+        }
+        old
     }
 }
 
