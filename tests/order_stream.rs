@@ -648,14 +648,23 @@ fn releasing_a_lapsed_hold_by_id_writes_no_second_expire_event() {
 /// A lapse whose `expire` event the stream cannot take is not made without
 /// it: the hold stays pending underneath (reads count it as released
 /// anyway) and the timer retries, releasing it once the stream can take
-/// the event again.
+/// the event again. One hold's single event is appended without asking the
+/// stream first; several lapsing together are checked for room before the
+/// first is appended (and a stream found roomy is not asked again within
+/// the sweep's step).
 #[test]
 fn the_timer_keeps_a_lapsed_hold_whose_event_cannot_be_written_and_retries() {
+    for holds in [1, 5] {
+        the_timer_keeps_lapsed_holds_whose_events_cannot_be_written(holds);
+    }
+}
+
+fn the_timer_keeps_lapsed_holds_whose_events_cannot_be_written(holds: usize) {
     let server = Server::start();
     let mut con = server.client();
     ok::<i64>(&mut con, &["SECKILL.INIT", "{t}", "10", "STREAM", "{t}:o"]);
     let deadline = server_now_ms(&mut con) + 300;
-    place_holds(&mut con, "{t}", 1, None, deadline);
+    place_holds(&mut con, "{t}", holds, None, deadline);
     ok::<String>(
         &mut con,
         &[
@@ -676,10 +685,11 @@ fn the_timer_keeps_a_lapsed_hold_whose_event_cannot_be_written_and_retries() {
         "reads see it lapsed"
     );
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.GET", "{t}"]), 10);
-    // A fresh stream takes the event: the retry releases the hold.
+    // A fresh stream takes the events: the retry releases the holds, each
+    // with its event.
     ok::<i64>(&mut con, &["DEL", "{t}:o"]);
     wait_until("the retried release", PATIENCE, || {
-        ok::<i64>(&mut con, &["XLEN", "{t}:o"]) == 1
+        ok::<i64>(&mut con, &["XLEN", "{t}:o"]) == holds as i64
     });
     let released: Vec<String> = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "{t}"]);
     assert_ne!(released, before);

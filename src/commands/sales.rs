@@ -147,6 +147,8 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let deadline = Cell::new(None);
     let with_deadline = options.with_deadline;
     let deadline = &deadline;
+    // The ids hashed once, for the lookups of whichever part is bought.
+    let hashed = Quota::hashing(user, options.request_id);
     let across_variants: Cell<Option<AcrossVariants>> = Cell::new(None);
     let across_variants = &across_variants;
     let judge = move |item: &SaleItem, moment: Moment| {
@@ -168,7 +170,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 deduct_moment(ctx, moment, &options, item.replicated_moment()),
                 item.replicated_moment(),
                 item.next_deadline(),
-                Quota::default(),
+                hashed,
             ),
         };
         let hold_until = match options.hold {
@@ -262,6 +264,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         Some(item) if options.variant.is_some() || item.has_variants() => {
             let variant = options.variant.map(Arg::as_bytes);
             let index = variant_place(item, variant)?;
+            if let Some(part) = item.variant(index) {
+                part.prefetch_purchase(&hashed);
+            }
             check_configured_id_length(ctx, item, user, options.request_id)?;
             let (anchor, earliest_deadline) = item.latest_replicated_and_earliest_due();
             let whole_moment = moment_given(ctx, item, earliest_deadline);
@@ -270,7 +275,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
                 moment,
                 anchor,
                 earliest_deadline,
-                quota: item.quota(index, user, options.request_id, moment)?,
+                quota: item.quota_from(index, user, options.request_id, moment, hashed)?,
             }));
             let part = item
                 .variant_mut(index)
@@ -281,9 +286,14 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
             vouch_whole(item);
             reply
         }
-        Some(item) => write_opened(ctx, name, item, judge, |_, remaining, _| {
-            RedisValue::Integer(remaining)
-        }),
+        Some(item) => {
+            // The index slots the judge reads first start loading now: a
+            // sale's buyers and request ids are too many to stay in cache.
+            item.prefetch_purchase(&hashed);
+            write_opened(ctx, name, item, judge, |_, remaining, _| {
+                RedisValue::Integer(remaining)
+            })
+        }
     };
     match reply {
         Ok(RedisValue::Integer(code)) => {

@@ -190,21 +190,9 @@ impl SaleItem {
     }
 
     /// What a purchase of variant `index` by `user` under `request_id`,
-    /// judged at `moment`, must respect across variants. A request id
+    /// judged at `moment`, must respect across variants, with the ids'
+    /// hashes `hashed` carries (from [`Quota::hashing`]). A request id
     /// another variant recorded is refused: it names that purchase.
-    pub fn quota(
-        &self,
-        index: usize,
-        user: &[u8],
-        request_id: Option<&[u8]>,
-        moment: Moment,
-    ) -> Result<Quota, ItemError> {
-        let hashed = Quota::hashing(user, request_id);
-        self.quota_from(index, user, request_id, moment, hashed)
-    }
-
-    /// [`SaleItem::quota`] with the ids' hashes `hashed` carries (from
-    /// [`Quota::hashing`]).
     pub fn quota_from(
         &self,
         index: usize,
@@ -280,8 +268,9 @@ impl SaleItem {
         moment: Moment,
     ) -> Option<Result<Verdict<'a, Deduction>, ItemError>> {
         let variant = self.variant(index)?;
+        let hashed = Quota::hashing(order.user, order.request_id);
         Some(
-            self.quota(index, order.user, order.request_id, moment)
+            self.quota_from(index, order.user, order.request_id, moment, hashed)
                 .and_then(|quota| variant.judge_deduct_within(order, moment, quota)),
         )
     }
