@@ -132,11 +132,16 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         && i64::try_from(user.len()).is_ok_and(|len| len <= MAX_ID_LENGTH.load(Ordering::Relaxed));
     let mut opened = plain.then(|| ItemKey::open_read(ctx, name));
     let found = opened.as_mut().map(ItemKey::item_mut);
+    // The user hashed, and its index slot loading, as early as possible.
+    let mut prefetched = None;
     if let Some(Ok(Some(item))) = &found {
         if item.sold_out_for(qty) && !item.has_variants() {
             stats::count_deduct_reply(NOT_ENOUGH_STOCK);
             return Ok(RedisValue::Integer(NOT_ENOUGH_STOCK));
         }
+        let hashed = Quota::hashing(user, None);
+        item.prefetch_purchase(&hashed);
+        prefetched = Some(hashed);
     }
     // A call with options opens its key once they are read: one they
     // refuse touches nothing, not even the keyspace's hit counters.
@@ -148,7 +153,7 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
     let with_deadline = options.with_deadline;
     let deadline = &deadline;
     // The ids hashed once, for the lookups of whichever part is bought.
-    let hashed = Quota::hashing(user, options.request_id);
+    let hashed = prefetched.unwrap_or_else(|| Quota::hashing(user, options.request_id));
     let across_variants: Cell<Option<AcrossVariants>> = Cell::new(None);
     let across_variants = &across_variants;
     let judge = move |item: &SaleItem, moment: Moment| {
@@ -289,7 +294,9 @@ pub fn deduct(ctx: &Context, args: &[Arg]) -> RedisResult {
         Some(item) => {
             // The index slots the judge reads first start loading now: a
             // sale's buyers and request ids are too many to stay in cache.
-            item.prefetch_purchase(&hashed);
+            if prefetched.is_none() {
+                item.prefetch_purchase(&hashed);
+            }
             write_opened(ctx, name, item, judge, |_, remaining, _| {
                 RedisValue::Integer(remaining)
             })

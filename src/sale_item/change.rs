@@ -225,6 +225,12 @@ impl SaleItem {
         if hold_until.is_some() && request_id.is_none() {
             return Err(ItemError::HoldWithoutId);
         }
+        // The buyer's record, compared and read after the request is
+        // looked up and the stock judged, starts loading now (its index
+        // slot was prefetched with the item, see `prefetch_purchase`).
+        if let Some(hash) = quota.user_hash {
+            self.ledger.prefetch_buyer_name(hash);
+        }
         let find_request = |id| match quota.request_hash {
             Some(hash) => self.ledger.find_request_hashed(hash, id),
             None => self.ledger.find_request(id),
