@@ -191,6 +191,18 @@ impl SaleItem {
             && self.window().is_always_open()
     }
 
+    /// Starts loading the index slots a purchase by the ids `hashed`
+    /// carries (see [`Quota::hashing`]) reads first: an order's lines are
+    /// looked up on several items, whose cache misses then overlap.
+    pub fn prefetch_purchase(&self, hashed: &Quota) {
+        if let Some(hash) = hashed.request_hash {
+            self.ledger.prefetch_request(hash);
+        }
+        if let Some(hash) = hashed.user_hash {
+            self.ledger.prefetch_buyer(hash);
+        }
+    }
+
     /// Judges a DEDUCT at `moment` of an item without variants.
     #[cfg(test)]
     pub fn judge_deduct<'a>(
@@ -225,6 +237,7 @@ impl SaleItem {
         if hold_until.is_some() && request_id.is_none() {
             return Err(ItemError::HoldWithoutId);
         }
+        quota.check_hashes_of(user, request_id);
         // The buyer's record, compared and read after the request is
         // looked up and the stock judged, starts loading now (its index
         // slot was prefetched with the item, see `prefetch_purchase`).

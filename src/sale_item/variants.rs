@@ -70,6 +70,16 @@ impl Quota {
         }
     }
 
+    /// Checks, in debug builds, that the hashes carried are those of
+    /// `user` and `request_id`: a record indexed under another id's hash
+    /// would never be found again, and its request could be sold twice.
+    pub fn check_hashes_of(&self, user: &[u8], request_id: Option<&[u8]>) {
+        debug_assert!(self.user_hash.is_none_or(|hash| hash == hash_of(user)));
+        debug_assert!(self
+            .request_hash
+            .is_none_or(|hash| request_id.is_some_and(|id| hash == hash_of(id))));
+    }
+
     /// True if `held` units in the variant bought from, plus `qty` more,
     /// would take the buyer over the item's limit.
     pub fn exceeded_by(&self, held: i64, qty: i64) -> bool {
@@ -201,6 +211,7 @@ impl SaleItem {
         moment: Moment,
         hashed: Quota,
     ) -> Result<Quota, ItemError> {
+        hashed.check_hashes_of(user, request_id);
         let mut elsewhere: i64 = 0;
         // Every ledger hashes ids alike: each id is hashed once, not once
         // per variant (a purchase of a variant is a flash sale's hot path).
@@ -232,18 +243,6 @@ impl SaleItem {
             request_hash,
             user_hash: Some(user_hash),
         })
-    }
-
-    /// Starts loading the index slots a purchase by the ids `hashed`
-    /// carries (see [`Quota::hashing`]) reads first: an order's lines are
-    /// looked up on several items, whose cache misses then overlap.
-    pub fn prefetch_purchase(&self, hashed: &Quota) {
-        if let Some(hash) = hashed.request_hash {
-            self.ledger.prefetch_request(hash);
-        }
-        if let Some(hash) = hashed.user_hash {
-            self.ledger.prefetch_buyer(hash);
-        }
     }
 
     /// Units `user` holds at `moment`: holds lapsed by then count as given
