@@ -1028,7 +1028,7 @@ fn main() {
     }
     if only.as_deref() == Some("backlog") {
         println!("(k) a backlog of lapsed holds, alone (BENCHMARKS.md is left as it is)");
-        let backlog = backlog::measure(&server, &plan.backlogs, plan.backlog_calls);
+        let backlog = backlog::measure(&plan.backlogs, plan.backlog_calls);
         println!("\n{}", backlog.markdown());
         return;
     }
@@ -1097,7 +1097,7 @@ fn main() {
     println!("(j) one item split over 3 shards");
     let split = split::measure(plan.clients, plan.pipelined_requests, plan.repeats);
     println!("(k) a backlog of lapsed holds");
-    let backlog = backlog::measure(&server, &plan.backlogs, plan.backlog_calls);
+    let backlog = backlog::measure(&plan.backlogs, plan.backlog_calls);
 
     let report = Report {
         redis_version: version,

@@ -756,7 +756,7 @@ impl Report {
         for (index, (call, _)) in crate::backlog::CALLS.iter().enumerate() {
             targets.push(target(
                 &format!(
-                    "server µs/call with {} lapsed holds waiting: {call} / none",
+                    "server µs/call with up to {} lapsed holds waiting, worst row: {call} / none",
                     self.backlog.largest()
                 ),
                 self.backlog.ratio(index),
