@@ -253,6 +253,43 @@ fn scan_answers_like_hscan_for_a_missing_key_and_refuses_bad_input() {
     assert_eq!(records.len(), 3);
 }
 
+/// The cursor's fingerprint is public (FNV-1a of a record's first bytes),
+/// so a client can name a buyer whose name reads, from its second byte
+/// on, as a record of its own, and compute the cursor of that position.
+/// Read from there, SCAN would report a made-up buyer of 1,000 units.
+#[test]
+fn a_cursor_forged_inside_a_buyer_name_is_refused() {
+    let server = Server::start();
+    let mut con = server.client();
+    ok::<i64>(&mut con, &["SECKILL.INIT", "sku:1", "10", "LIMIT", "2"]);
+    // A length byte of 3 announces a 4-byte id, then 8 bytes of units.
+    let mut name = b"Z\x03evil".to_vec();
+    name.extend_from_slice(&1_000i64.to_le_bytes());
+    let bought: i64 = redis::cmd("SECKILL.DEDUCT")
+        .arg("sku:1")
+        .arg(&name)
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(bought, 9);
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in b"\x03evil" {
+        hash = (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193);
+    }
+    // The item's first record starts at 0: its length byte, then "Z".
+    let forged = u64::from(hash >> 1 | 1) << 32 | 2;
+    let error = redis::cmd("SECKILL.SCAN")
+        .arg("sku:1")
+        .arg(forged.to_string())
+        .arg("COUNT")
+        .arg(1)
+        .query::<Value>(&mut con)
+        .expect_err("a forged cursor is refused");
+    assert_eq!(error.detail(), Some("invalid cursor"), "{error:?}");
+    let (_, records) = scan_page(&mut con, "sku:1", "0", 10);
+    assert_eq!(records.len(), 1);
+}
+
 #[test]
 fn a_full_scan_of_a_million_records_sees_each_while_buyers_keep_buying() {
     let server = Server::start();

@@ -10,9 +10,12 @@
 //! that does not point at a record of this item (one made up, or kept
 //! across a restart, after which the records of a loaded item sit
 //! elsewhere) is refused rather than read from the middle of a record.
+//! The fingerprint is public knowledge, so a client could compute one for
+//! a position inside an id it chose; the position must therefore also be
+//! where the item's index finds the record named there.
 
-use super::arena::{leading_id, ArenaWalk, RecordKind};
-use super::Ledger;
+use super::arena::{leading_id, ArenaWalk, RecordKind, REQUEST_MARK};
+use super::{Ledger, Lookup};
 
 /// Where a scan goes on: 0 starts one, and a reply of 0 ends it.
 pub type Cursor = u64;
@@ -55,7 +58,7 @@ impl Ledger {
                 .and_then(|chunk| chunk.get(position..))
                 .filter(|record| !record.is_empty())
                 .ok_or(BadCursor)?;
-            if cursor >> 32 != fingerprint(record) {
+            if cursor >> 32 != fingerprint(record) || !self.indexes_record_at(handle, record) {
                 return Err(BadCursor);
             }
             (number, position)
@@ -79,11 +82,28 @@ impl Ledger {
         };
         Ok((found, next))
     }
+
+    /// Whether `record`, read at `handle`, is a record of this ledger and
+    /// not bytes inside one: its id, looked up in the index of its kind,
+    /// leads back to `handle`. (Records never leave the index.)
+    fn indexes_record_at(&self, handle: u32, record: &[u8]) -> bool {
+        let id = leading_id(record);
+        // Ids are 1 to 128 bytes: empty means the record runs past its chunk.
+        if id.is_empty() {
+            return false;
+        }
+        if record.first().is_some_and(|byte| byte & REQUEST_MARK != 0) {
+            matches!(self.find_request(id), Lookup::Found(found) if found == handle)
+        } else {
+            matches!(self.find_buyer(id), Lookup::Found(buyer) if buyer.handle() == handle)
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sale_item::ledger::arena::length_byte;
     use crate::sale_item::ledger::{NewRequest, RequestState};
     use std::collections::BTreeSet;
 
@@ -162,5 +182,29 @@ mod tests {
         assert_eq!(ledger.scan(u64::from(u32::MAX), 3), Err(BadCursor));
         assert_eq!(ledger.scan(cursor ^ (2 << 32), 3), Err(BadCursor));
         assert_eq!(Ledger::default().scan(cursor, 3), Err(BadCursor));
+    }
+
+    /// A client names a buyer so that bytes inside the name read as a
+    /// record of its own, and computes the public fingerprint of that
+    /// position: the cursor is still refused.
+    #[test]
+    fn a_cursor_forged_inside_an_id_is_refused() {
+        let mut ledger = ledger_of(3);
+        for (inner, request) in [(b"evil".as_slice(), false), (b"evil", true)] {
+            let mut name = b"Z".to_vec();
+            name.push(length_byte(inner, request));
+            name.extend_from_slice(inner);
+            name.extend_from_slice(&1_000i64.to_le_bytes());
+            let hash = ledger.hash_id(&name);
+            let buyer = ledger.add_buyer(hash, &name, 1).unwrap();
+            // Past the record's length byte and the name's first byte.
+            let inside = buyer.handle() + 2;
+            let record = ledger.arena.record(inside);
+            let forged = fingerprint(record) << 32 | u64::from(inside);
+            assert_eq!(ledger.scan(forged, 1), Err(BadCursor));
+            let genuine =
+                fingerprint(ledger.arena.record(buyer.handle())) << 32 | u64::from(buyer.handle());
+            assert!(ledger.scan(genuine, 1).is_ok());
+        }
     }
 }
