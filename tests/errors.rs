@@ -160,6 +160,16 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
             &["SECKILL.INIT", "new", "1", "PXAT", "0"],
             BAD_EXPIRE.into(),
         ),
+        // An expiry the clock cannot reach is refused whether or not the
+        // item exists, as `SET ... NX EX` refuses it.
+        (
+            &["SECKILL.INIT", "sku:1", "1", "EX", "9223372036854775"],
+            BAD_EXPIRE.into(),
+        ),
+        (
+            &["SECKILL.INIT", "sku:1", "1", "PX", "9223372036854775000"],
+            BAD_EXPIRE.into(),
+        ),
         (
             &["SECKILL.DEDUCT", "sku:1", "alice", "1", "IDX", "r2"],
             SYNTAX.into(),

@@ -272,6 +272,20 @@ fn the_stream_must_share_the_items_slot_and_be_a_stream() {
         slot_error
     );
     assert_eq!(ok::<i64>(&mut con, &["SECKILL.STREAM", "nope"]), -3);
+    // Past the key, a malformed tail is a syntax error, as SET's is.
+    for tail in [
+        &[STREAM, "MAXLEN"][..],
+        &[STREAM, "MAXLEN", "100", "MAXLEN"],
+        &[STREAM, "COUNT", "100"],
+    ] {
+        let mut call = vec!["SECKILL.STREAM", ITEM];
+        call.extend_from_slice(tail);
+        assert_eq!(error(&mut con, &call), "ERR syntax error", "{call:?}");
+    }
+    assert_eq!(
+        error(&mut con, &["SECKILL.STREAM"]),
+        "ERR wrong number of arguments for 'seckill.stream' command"
+    );
 
     // A stream key holding something else refuses the sale, changing nothing.
     ok::<String>(&mut con, &["SET", STREAM, "not a stream"]);

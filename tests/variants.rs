@@ -523,6 +523,24 @@ fn refusals_name_their_cause_and_change_nothing() {
             vec!["SECKILL.INIT", "{d}:x", "5", "VARIANTLIMIT", "m", "1"],
             "ERR syntax error",
         ),
+        // One variant's cap given twice: which was meant is not known.
+        (
+            vec![
+                "SECKILL.INIT",
+                "{d}:x",
+                "VARIANTS",
+                "1",
+                "s",
+                "5",
+                "VARIANTLIMIT",
+                "s",
+                "1",
+                "VARIANTLIMIT",
+                "s",
+                "3",
+            ],
+            "ERR syntax error",
+        ),
         (vec!["SECKILL.GET", "{d}", "VARIANT"], "ERR syntax error"),
     ] {
         let got = error(&mut con, &args);

@@ -76,6 +76,12 @@ impl<'a> InitOptions<'a> {
                 if limit < 0 {
                     return Err(RedisError::Str(ERR_BAD_LIMIT));
                 }
+                // A repeated option is a syntax error, as LIMIT's is: which
+                // of two caps was meant is not the module's to guess.
+                let named = variant.as_bytes();
+                if options.variant_limits.iter().any(|(seen, _)| seen == named) {
+                    return Err(RedisError::Str(ERR_SYNTAX));
+                }
                 options
                     .variant_limits
                     .push((variant.as_bytes().to_vec(), limit));
@@ -278,12 +284,9 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     if let Some(stream_setting) = &options.stream_setting {
         check_stream_setting(ctx, name, stream_setting)?;
     }
-    // Many app servers initialise the same item at once; all but the first
-    // find it there, and must not disturb WATCH or client tracking.
-    if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
-        return Ok(RedisValue::Integer(0));
-    }
-    // Every error is ruled out before the key is opened for writing.
+    // Every error is ruled out before the key is opened for writing, and
+    // before an item already there answers 0: as `SET ... NX EX`, a bad
+    // expiry is an error whether or not the key exists.
     let expire_at = match options.expiry {
         None => None,
         Some(Expiry::At(unix_ms)) => Some(unix_ms),
@@ -293,6 +296,11 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
                 .ok_or(RedisError::Str(ERR_BAD_EXPIRE))?,
         ),
     };
+    // Many app servers initialise the same item at once; all but the first
+    // find it there, and must not disturb WATCH or client tracking.
+    if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
+        return Ok(RedisValue::Integer(0));
+    }
     let mut key = ItemKey::open_write(ctx, name);
     let mut item = new_item;
     item.set_window(options.window);
@@ -451,7 +459,8 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
         [_, _, stream, keyword, maxlen] if keyword.is_keyword("MAXLEN") => {
             Some(parse_stream_setting(stream, Some(maxlen))?)
         }
-        [_, _, _, _, _] => return Err(RedisError::Str(ERR_SYNTAX)),
+        // Past the key, a malformed tail is a syntax error, as SET's is.
+        [_, _, ..] => return Err(RedisError::Str(ERR_SYNTAX)),
         _ => return Err(RedisError::WrongArity),
     };
     let [_, name, ..] = args else {
