@@ -107,9 +107,12 @@ fn rejected_and_no_op_calls_are_not_replicated_and_repeats_fence_with_a_ping() {
 }
 
 /// `WAIT` counts the writes of its own connection. A retry on a new
-/// connection (the first was lost) that finds its request id, or a hold
-/// confirmed already, still makes that `WAIT` wait for the replicas to
-/// hold the first call: with the replica held back, it answers 0, not 1.
+/// connection (the first was lost) that finds its request id, a hold
+/// confirmed or released already, or a transfer taken, received or settled
+/// already, still makes that `WAIT` wait for the replicas to hold the first
+/// call: with the replica held back, it answers 0, not 1. (Redis 7.0 moves
+/// a connection's offset after any command; Redis 8 and Valkey 9 only
+/// after one that propagated something, which is what this guards.)
 #[test]
 fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
     let master = Server::start();
@@ -127,22 +130,49 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
         "60",
     ];
     ok::<i64>(&mut first, &hold);
+    ok::<i64>(&mut first, &["SECKILL.INIT", "sku:2", "0"]);
+    let released_hold = [
+        "SECKILL.DEDUCT",
+        "sku:1",
+        "cat",
+        "1",
+        "ID",
+        "h2",
+        "HOLD",
+        "60",
+    ];
+    ok::<i64>(&mut first, &released_hold);
     wait_for_replica(&mut first);
 
     // The replica stops applying its master's stream for a while.
     let mut on_replica = replica.client();
-    ok::<String>(&mut on_replica, &["CLIENT", "PAUSE", "3000", "ALL"]);
+    ok::<String>(&mut on_replica, &["CLIENT", "PAUSE", "5000", "ALL"]);
     let purchase = ["SECKILL.DEDUCT", "sku:1", "bob", "1", "ID", "r1"];
+    // A move of 2 units from sku:1 to sku:2, as the rebalancer makes one.
+    let take = ["SECKILL.TAKE", "sku:1", "2", "ID", "t1", "TO", "sku:2"];
+    let receive = ["SECKILL.ADD", "sku:2", "2", "ID", "t1"];
+    let settle = ["SECKILL.SETTLE", "sku:1", "t1"];
+    let release = ["SECKILL.RELEASE", "sku:1", "h2"];
     ok::<i64>(&mut first, &purchase);
     ok::<i64>(&mut first, &["SECKILL.CONFIRM", "sku:1", "h1"]);
     ok::<i64>(&mut first, &["SECKILL.REFUND", "sku:1", "r1"]);
+    assert_eq!(ok::<i64>(&mut first, &take), 2);
+    assert_eq!(ok::<i64>(&mut first, &receive), 2);
+    assert_eq!(ok::<i64>(&mut first, &settle), 1);
+    assert_eq!(ok::<i64>(&mut first, &release), 1);
 
-    let mut retry = master.client();
     for repeat in [
         &purchase[..],
         &["SECKILL.CONFIRM", "sku:1", "h1"],
         &["SECKILL.REFUND", "sku:1", "r1"],
+        &take,
+        &receive,
+        &settle,
+        &release,
     ] {
+        // Each on a connection of its own: a fence moves its connection's
+        // offset past every write so far, which would cover the next.
+        let mut retry = master.client();
         ok::<i64>(&mut retry, repeat);
         let acknowledged: i64 = ok(&mut retry, &["WAIT", "1", "100"]);
         assert_eq!(
@@ -151,10 +181,13 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
         );
     }
     wait_for_replica(&mut first);
-    assert_eq!(
-        snapshot(&mut replica.client(), "sku:1"),
-        snapshot(&mut first, "sku:1")
-    );
+    for key in ["sku:1", "sku:2"] {
+        assert_eq!(
+            snapshot(&mut replica.client(), key),
+            snapshot(&mut first, key),
+            "{key} differs on the replica"
+        );
+    }
 }
 
 /// Loading the module must not change how other commands replicate: a

@@ -438,6 +438,11 @@ pub fn release(ctx: &Context, args: &[Arg]) -> RedisResult {
         }
     }
     vouch_whole(item);
+    // An id released nothing: released before, perhaps by a call the
+    // replicas lack, or never held. A WAIT after this call must cover it.
+    if released < request_ids.len() as i64 {
+        fence_repeat(ctx);
+    }
     Ok(RedisValue::Integer(released))
 }
 

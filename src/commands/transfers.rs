@@ -5,7 +5,7 @@ use super::*;
 use crate::rewrite::{self, Rewrite};
 use crate::sale_item::{Change, SaleItem, Take, Verdict, MAX_DESTINATION_LEN};
 use crate::server::{Arg, ItemKey};
-use crate::write::{master_decided, write_part, Decision, Effect, Judgement, Part};
+use crate::write::{fence_repeat, master_decided, write_part, Decision, Effect, Judgement, Part};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// SECKILL.ADD key qty ID transfer_id: units moved here from another part
@@ -31,7 +31,11 @@ pub(super) fn receive_transfer(
         move |item, moment| {
             let moment = moment.or_decided(decided_at);
             let change = match item.judge_transfer_in(transfer_id, qty, moment)? {
-                Verdict::Answer(reply) => return Ok(Judgement::Answer(RedisValue::Integer(reply))),
+                // Only a replay of the transfer id is answered.
+                Verdict::Answer(reply) => {
+                    fence_repeat(ctx);
+                    return Ok(Judgement::Answer(RedisValue::Integer(reply)));
+                }
                 Verdict::Change(change) => change,
             };
             // The stock recorded as the reply counts lapsed holds as given
@@ -113,7 +117,14 @@ pub fn take(ctx: &Context, args: &[Arg]) -> RedisResult {
         },
         move |item, moment| {
             let change = match item.judge_take(take)? {
-                Verdict::Answer(taken) => return Ok(Judgement::Answer(RedisValue::Integer(taken))),
+                Verdict::Answer(taken) => {
+                    // A replay answers the units taken then, never 0: a
+                    // take of nothing records nothing to be replayed.
+                    if taken > 0 {
+                        fence_repeat(ctx);
+                    }
+                    return Ok(Judgement::Answer(RedisValue::Integer(taken)));
+                }
                 Verdict::Change(change) => change,
             };
             let Change::Take { taken, .. } = change else {
@@ -165,7 +176,13 @@ pub fn settle(ctx: &Context, args: &[Arg]) -> RedisResult {
         },
         |item, moment| {
             Ok(match item.judge_settle(transfer_id) {
-                Verdict::Answer(reply) => Judgement::Answer(RedisValue::Integer(reply)),
+                Verdict::Answer(reply) => {
+                    // 0: settled before, by a call the replicas may lack.
+                    if reply == 0 {
+                        fence_repeat(ctx);
+                    }
+                    Judgement::Answer(RedisValue::Integer(reply))
+                }
                 Verdict::Change(change) => {
                     Judgement::Decide(verbatim(change, c"seckill.settle", moment))
                 }
