@@ -108,11 +108,12 @@ fn rejected_and_no_op_calls_are_not_replicated_and_repeats_fence_with_a_ping() {
 
 /// `WAIT` counts the writes of its own connection. A retry on a new
 /// connection (the first was lost) that finds its request id, a hold
-/// confirmed or released already, or a transfer taken, received or settled
-/// already, still makes that `WAIT` wait for the replicas to hold the first
-/// call: with the replica held back, it answers 0, not 1. (Redis 7.0 moves
-/// a connection's offset after any command; Redis 8 and Valkey 9 only
-/// after one that propagated something, which is what this guards.)
+/// confirmed or released already, a transfer taken, received or settled
+/// already, an item created or a window or stream set already, still makes
+/// that `WAIT` wait for the replicas to hold the first call: with the
+/// replica held back, it answers 0, not 1. (Redis 7.0 moves a connection's
+/// offset after any command; Redis 8 and Valkey 9 only after one that
+/// propagated something, which is what this guards.)
 #[test]
 fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
     let master = Server::start();
@@ -160,6 +161,13 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
     assert_eq!(ok::<i64>(&mut first, &receive), 2);
     assert_eq!(ok::<i64>(&mut first, &settle), 1);
     assert_eq!(ok::<i64>(&mut first, &release), 1);
+    // Set-up calls an operator retries: a new item, a sale closed, a stream.
+    let create = ["SECKILL.INIT", "{s3}", "5"];
+    let close = ["SECKILL.WINDOW", "{s3}", "0", "1"];
+    let stream = ["SECKILL.STREAM", "{s3}", "{s3}:orders"];
+    assert_eq!(ok::<i64>(&mut first, &create), 1);
+    assert_eq!(ok::<i64>(&mut first, &close), 1);
+    assert_eq!(ok::<i64>(&mut first, &stream), 1);
 
     for repeat in [
         &purchase[..],
@@ -169,6 +177,9 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
         &receive,
         &settle,
         &release,
+        &create,
+        &close,
+        &stream,
     ] {
         // Each on a connection of its own: a fence moves its connection's
         // offset past every write so far, which would cover the next.
@@ -181,7 +192,7 @@ fn wait_after_a_repeat_on_another_connection_waits_for_the_first_call() {
         );
     }
     wait_for_replica(&mut first);
-    for key in ["sku:1", "sku:2"] {
+    for key in ["sku:1", "sku:2", "{s3}"] {
         assert_eq!(
             snapshot(&mut replica.client(), key),
             snapshot(&mut first, key),
@@ -225,8 +236,9 @@ fn move_and_copy_across_databases_replicate_as_without_the_module() {
     assert_eq!(ok::<i64>(&mut replica_con, &["EXISTS", "plain"]), 0);
 }
 
-/// WINDOW and STREAM that set what is there already change nothing: no
-/// replication, no event, and a WATCH on the item survives.
+/// WINDOW and STREAM that set what is there already change nothing: not
+/// replicated (only a PING, see the test above), no event, and a WATCH on
+/// the item survives.
 #[test]
 fn window_and_stream_that_change_nothing_replicate_nothing_and_keep_watch() {
     let master = Server::start();

@@ -11,7 +11,9 @@ use crate::sale_item::{
     UNLIMITED_STOCK,
 };
 use crate::server::{now_ms, Arg, ItemKey};
-use crate::write::{master_decided, publish, write_part, Effect, Judgement, Part, Published};
+use crate::write::{
+    fence_repeat, master_decided, publish, write_part, Effect, Judgement, Part, Published,
+};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// When an INIT-created item expires.
@@ -298,7 +300,10 @@ pub fn init(ctx: &Context, args: &[Arg]) -> RedisResult {
     };
     // Many app servers initialise the same item at once; all but the first
     // find it there, and must not disturb WATCH or client tracking.
+    // The item there may be that of this call's first try, which the
+    // replicas may lack: a PING fences a WAIT after the answer.
     if ItemKey::open_read(ctx, name).item()?.is_some() && !options.replace {
+        fence_repeat(ctx);
         return Ok(RedisValue::Integer(0));
     }
     let mut key = ItemKey::open_write(ctx, name);
@@ -436,8 +441,10 @@ pub fn window(ctx: &Context, args: &[Arg]) -> RedisResult {
         name,
         Part::Whole,
         |item, moment| {
-            // The same window again changes nothing: nothing to replicate.
+            // The same window again changes nothing, perhaps a retry of a
+            // call the replicas lack: a PING fences its WAIT.
             if item.window() == window {
+                fence_repeat(ctx);
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
             Ok(Judgement::Decide(verbatim(
@@ -475,6 +482,7 @@ pub fn stream(ctx: &Context, args: &[Arg]) -> RedisResult {
         Part::Whole,
         |item, moment| {
             if item.order_stream() == stream_setting.as_ref() {
+                fence_repeat(ctx);
                 return Ok(Judgement::Answer(RedisValue::Integer(1)));
             }
             Ok(Judgement::Decide(verbatim(
