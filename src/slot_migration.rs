@@ -133,8 +133,35 @@ fn server_supports(ctx: &Context) -> bool {
     }
     // (Whether it has the event is known only by subscribing: Valkey 9.1's
     // IsSubEventSupported does not list it.)
-    options_all & OPTION_HANDLES_ATOMIC_SLOT_MIGRATION != 0
-        && flags_all & CTX_FLAG_SLOT_IMPORT_CLIENT != 0
+    let has_it = options_all & OPTION_HANDLES_ATOMIC_SLOT_MIGRATION != 0
+        && flags_all & CTX_FLAG_SLOT_IMPORT_CLIENT != 0;
+    // With more than one database per node (`cluster-databases`, fixed at
+    // start), Valkey 9.1 applies the writes it streams during a migration
+    // to the database its snapshot ended in, not to the key's: a plain SET
+    // shows it too. An item's purchases and its order stream would split
+    // between databases, so the module declares no support there, and the
+    // server refuses to migrate while it is loaded.
+    if has_it && cluster_databases(ctx) > 1 {
+        ctx.log_warning(
+            "seckill: atomic slot migration stays refused: with cluster-databases above 1 \
+             the server applies a migration's writes to the wrong database",
+        );
+        return false;
+    }
+    has_it
+}
+
+/// Databases per cluster node (`cluster-databases`; 1 where the server
+/// does not have the setting).
+fn cluster_databases(ctx: &Context) -> i64 {
+    crate::call::field(
+        ctx,
+        "CONFIG",
+        &[b"GET", b"cluster-databases"],
+        "cluster-databases",
+    )
+    .and_then(|count| count.parse().ok())
+    .unwrap_or(1)
 }
 
 /// At load: on a server with atomic slot migration, listens to its event,

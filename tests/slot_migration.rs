@@ -223,6 +223,68 @@ fn live_items_move_atomically_and_a_cancelled_move_leaves_nothing_behind() {
     a_migration_cancelled_half_way_leaves_both_nodes_as_they_were(&cluster);
 }
 
+/// With more than one database per node, Valkey 9.1 applies the writes it
+/// streams during a migration to the database its snapshot ended in, not
+/// to the key's (a plain SET shows it too): the module declares no support
+/// there, so the server refuses the migration and the item stays whole
+/// where it was.
+#[test]
+fn with_several_databases_per_node_a_migration_is_refused() {
+    if !server_has_atomic_slot_migration() {
+        eprintln!("skipped: the server has no atomic slot migration (Valkey 9 and later)");
+        return;
+    }
+    let cluster = Cluster::start_with(3, 0, &["--cluster-databases", "2"]);
+    const ITEM: &str = "{sale:d}";
+    let slot = cluster.slot(ITEM);
+    let source = cluster.owner(slot);
+    let target = (source + 1) % 3;
+    let mut source_con = cluster.con(source);
+    ok::<i64>(&mut source_con, &["SECKILL.INIT", ITEM, "10"]);
+    ok::<i64>(&mut source_con, &["SECKILL.DEDUCT", ITEM, "ann", "1"]);
+    let slot_arg = slot.to_string();
+    let refused = common::error(
+        &mut source_con,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &slot_arg,
+            &slot_arg,
+            "NODE",
+            &cluster.id(target),
+        ],
+    );
+    assert!(
+        refused.contains("seckill does not support atomic slot migrations"),
+        "{refused}"
+    );
+    assert_eq!(cluster.owner(slot), source);
+    assert_eq!(ok::<i64>(&mut source_con, &["SECKILL.GET", ITEM]), 9);
+    // With one database per node the same cluster setting moves the slot.
+    let single = Cluster::start_with(3, 0, &["--cluster-databases", "1"]);
+    let slot = single.slot(ITEM);
+    let source = single.owner(slot);
+    let mut source_con = single.con(source);
+    ok::<i64>(&mut source_con, &["SECKILL.INIT", ITEM, "10"]);
+    let started: String = ok(
+        &mut source_con,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &slot.to_string(),
+            &slot.to_string(),
+            "NODE",
+            &single.id((source + 1) % 3),
+        ],
+    );
+    assert_eq!(started, "OK");
+    wait_until("the slot to move", SETTLES_WITHIN, || {
+        migration_state(&mut source_con, "EXPORT", slot).as_deref() == Some("success")
+    });
+}
+
 /// Moves the slot of a busy item, an untouched one and a big one while two
 /// clients buy, hold and confirm, with holds lapsing during the move.
 fn a_slot_of_live_items_moves_while_clients_shop(cluster: &Cluster) {

@@ -18,23 +18,26 @@ impl Cluster {
     /// `masters` shards with `replicas` replicas each. Node timeout is one
     /// second, so that a killed master is replaced quickly.
     pub fn start(masters: usize, replicas: usize) -> Cluster {
+        Cluster::start_with(masters, replicas, &[])
+    }
+
+    /// `start`, with `extra` server arguments on every node.
+    pub fn start_with(masters: usize, replicas: usize, extra: &[&str]) -> Cluster {
         let count = masters * (1 + replicas);
-        let nodes: Vec<Server> = (0..count)
-            .map(|_| {
-                Server::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--cluster-port",
-                    ANY_PORT,
-                    "--appendonly",
-                    "yes",
-                ])
-            })
-            .collect();
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+            "--cluster-port",
+            ANY_PORT,
+            "--appendonly",
+            "yes",
+        ];
+        args.extend_from_slice(extra);
+        let nodes: Vec<Server> = (0..count).map(|_| Server::start_with(&args)).collect();
         let addresses: Vec<String> = nodes
             .iter()
             .map(|node| format!("127.0.0.1:{}", node.port))
