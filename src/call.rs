@@ -33,9 +33,12 @@ pub fn string(ctx: &Context, command: &str, args: &[&[u8]]) -> Option<String> {
     ctx.call(command, args).ok().as_ref().and_then(text)
 }
 
+/// A numeric setting of the server (`CONFIG GET name`), if it has it.
+pub fn config_number<T: std::str::FromStr>(ctx: &Context, name: &str) -> Option<T> {
+    field(ctx, "CONFIG", &[b"GET", name.as_bytes()], name).and_then(|value| value.parse().ok())
+}
+
 /// How many databases the server has (`databases`; 16 if it will not say).
 pub fn database_count(ctx: &Context) -> std::os::raw::c_int {
-    field(ctx, "CONFIG", &[b"GET", b"databases"], "databases")
-        .and_then(|count| count.parse().ok())
-        .unwrap_or(16)
+    config_number(ctx, "databases").unwrap_or(16)
 }

@@ -141,7 +141,7 @@ fn server_supports(ctx: &Context) -> bool {
     // shows it too. An item's purchases and its order stream would split
     // between databases, so the module declares no support there, and the
     // server refuses to migrate while it is loaded.
-    if has_it && cluster_databases(ctx) > 1 {
+    if has_it && crate::call::config_number::<i64>(ctx, "cluster-databases").unwrap_or(1) > 1 {
         ctx.log_warning(
             "seckill: atomic slot migration stays refused: with cluster-databases above 1 \
              the server applies a migration's writes to the wrong database",
@@ -149,19 +149,6 @@ fn server_supports(ctx: &Context) -> bool {
         return false;
     }
     has_it
-}
-
-/// Databases per cluster node (`cluster-databases`; 1 where the server
-/// does not have the setting).
-fn cluster_databases(ctx: &Context) -> i64 {
-    crate::call::field(
-        ctx,
-        "CONFIG",
-        &[b"GET", b"cluster-databases"],
-        "cluster-databases",
-    )
-    .and_then(|count| count.parse().ok())
-    .unwrap_or(1)
 }
 
 /// At load: on a server with atomic slot migration, listens to its event,

@@ -72,6 +72,20 @@ fn migration_state(con: &mut Connection, operation: &str, slot: u16) -> Option<S
         .map(|job| job["state"].clone())
 }
 
+/// Starts moving `slot` from the node of `source` to the node `target_id`
+/// (`CLUSTER MIGRATESLOTS`): `OK` once the job is under way.
+fn migrate_slot(source: &mut Connection, slot: u16, target_id: &str) -> redis::RedisResult<String> {
+    let slot = slot.to_string();
+    redis::cmd("CLUSTER")
+        .arg("MIGRATESLOTS")
+        .arg("SLOTSRANGE")
+        .arg(&slot)
+        .arg(&slot)
+        .arg("NODE")
+        .arg(target_id)
+        .query(source)
+}
+
 fn digest(con: &mut Connection, key: &str) -> String {
     let digests: Vec<String> = ok(con, &["DEBUG", "DIGEST-VALUE", key]);
     digests.concat()
@@ -242,19 +256,9 @@ fn with_several_databases_per_node_a_migration_is_refused() {
     let mut source_con = cluster.con(source);
     ok::<i64>(&mut source_con, &["SECKILL.INIT", ITEM, "10"]);
     ok::<i64>(&mut source_con, &["SECKILL.DEDUCT", ITEM, "ann", "1"]);
-    let slot_arg = slot.to_string();
-    let refused = common::error(
-        &mut source_con,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &slot_arg,
-            &slot_arg,
-            "NODE",
-            &cluster.id(target),
-        ],
-    );
+    let refused = migrate_slot(&mut source_con, slot, &cluster.id(target))
+        .expect_err("the migration is refused")
+        .to_string();
     assert!(
         refused.contains("seckill does not support atomic slot migrations"),
         "{refused}"
@@ -267,18 +271,8 @@ fn with_several_databases_per_node_a_migration_is_refused() {
     let source = single.owner(slot);
     let mut source_con = single.con(source);
     ok::<i64>(&mut source_con, &["SECKILL.INIT", ITEM, "10"]);
-    let started: String = ok(
-        &mut source_con,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &slot.to_string(),
-            &slot.to_string(),
-            "NODE",
-            &single.id((source + 1) % 3),
-        ],
-    );
+    let started =
+        migrate_slot(&mut source_con, slot, &single.id((source + 1) % 3)).expect("MIGRATESLOTS");
     assert_eq!(started, "OK");
     wait_until("the slot to move", SETTLES_WITHIN, || {
         migration_state(&mut source_con, "EXPORT", slot).as_deref() == Some("success")
@@ -405,19 +399,7 @@ fn a_slot_of_live_items_moves_while_clients_shop(cluster: &Cluster) {
         &mut source_con,
         &["DEBUG", "SLOTMIGRATION", "PREVENT-PAUSE", "1"],
     );
-    let slot_arg = slot.to_string();
-    let moved: String = ok(
-        &mut source_con,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &slot_arg,
-            &slot_arg,
-            "NODE",
-            &cluster.id(target),
-        ],
-    );
+    let moved = migrate_slot(&mut source_con, slot, &cluster.id(target)).expect("MIGRATESLOTS");
     assert_eq!(moved, "OK");
     wait_until("the slot's snapshot to be sent", SETTLES_WITHIN, || {
         migration_state(&mut source_con, "EXPORT", slot).as_deref() == Some("waiting-to-pause")
@@ -609,19 +591,7 @@ fn a_migration_cancelled_half_way_leaves_both_nodes_as_they_were(cluster: &Clust
         &mut source_con,
         &["DEBUG", "SLOTMIGRATION", "PREVENT-PAUSE", "1"],
     );
-    let slot_arg = slot.to_string();
-    let started: String = ok(
-        &mut source_con,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &slot_arg,
-            &slot_arg,
-            "NODE",
-            &cluster.id(target),
-        ],
-    );
+    let started = migrate_slot(&mut source_con, slot, &cluster.id(target)).expect("MIGRATESLOTS");
     assert_eq!(started, "OK");
     wait_until("the slot's snapshot to be sent", SETTLES_WITHIN, || {
         migration_state(&mut source_con, "EXPORT", slot).as_deref() == Some("waiting-to-pause")
